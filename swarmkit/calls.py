@@ -1,0 +1,201 @@
+"""The values that flow through one model call: request, response, usage.
+
+They are plain frozen data with a JSON form, so the provider, the call store, cassettes
+and the Run all speak the same language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CallSource",
+    "ChatRequest",
+    "ChatResponse",
+    "ToolCallRequest",
+    "Usage",
+    "canonical_json",
+]
+
+CallSource = Literal["live", "cache", "replay"]
+
+# Per-message framing that chat templates add around content; used for the bound only.
+_MESSAGE_OVERHEAD_TOKENS = 8
+_REQUEST_OVERHEAD_TOKENS = 16
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal strings."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one call or a sum of calls. ``None`` means the server did not say."""
+
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cached_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
+    requests: int = 0
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> Usage:
+        def plus(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else a + b
+
+        return Usage(
+            prompt_tokens=plus(self.prompt_tokens, other.prompt_tokens),
+            completion_tokens=plus(self.completion_tokens, other.completion_tokens),
+            cached_tokens=plus(self.cached_tokens, other.cached_tokens),
+            reasoning_tokens=plus(self.reasoning_tokens, other.reasoning_tokens),
+            requests=self.requests + other.requests,
+        )
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "requests": self.requests,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls(
+            prompt_tokens=data.get("prompt_tokens"),
+            completion_tokens=data.get("completion_tokens"),
+            cached_tokens=data.get("cached_tokens"),
+            reasoning_tokens=data.get("reasoning_tokens"),
+            requests=int(data.get("requests", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """One function call the model asked for."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    def to_message_part(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRequest:
+        return cls(id=str(data["id"]), name=str(data["name"]), arguments=str(data["arguments"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A chat-completions request, minus transport details (headers, keys, stream)."""
+
+    model: str
+    messages: tuple[dict[str, Any], ...]
+    max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    response_format: dict[str, Any] | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: str | None = None
+    stream: bool = field(default=False, compare=False)
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body fields that decide the answer (no ``stream``)."""
+        body: dict[str, Any] = {"model": self.model, "messages": list(self.messages)}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.seed is not None:
+            body["seed"] = self.seed
+        if self.response_format is not None:
+            body["response_format"] = self.response_format
+        if self.tools:
+            body["tools"] = list(self.tools)
+        if self.tool_choice is not None:
+            body["tool_choice"] = self.tool_choice
+        return body
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical body: equal requests, equal fingerprints."""
+        return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()
+
+    def prompt_token_bound(self) -> int:
+        """An upper bound on prompt tokens: no tokenizer yields more tokens than bytes."""
+        size = len(canonical_json(list(self.messages)).encode())
+        if self.tools:
+            size += len(canonical_json(list(self.tools)).encode())
+        if self.response_format is not None:
+            size += len(canonical_json(self.response_format).encode())
+        return size + _MESSAGE_OVERHEAD_TOKENS * len(self.messages) + _REQUEST_OVERHEAD_TOKENS
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.body()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChatRequest:
+        return cls(
+            model=data["model"],
+            messages=tuple(data["messages"]),
+            max_tokens=data.get("max_tokens"),
+            temperature=data.get("temperature"),
+            seed=data.get("seed"),
+            response_format=data.get("response_format"),
+            tools=tuple(data.get("tools") or ()),
+            tool_choice=data.get("tool_choice"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """What a model call produced: text or tool calls, the finish reason and usage."""
+
+    content: str | None
+    usage: Usage
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The message to append to the conversation before tool results."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message_part() for call in self.tool_calls]
+        return message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "usage": self.usage.to_dict(),
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChatResponse:
+        return cls(
+            content=data.get("content"),
+            usage=Usage.from_dict(data.get("usage") or {}),
+            tool_calls=tuple(ToolCallRequest.from_dict(c) for c in data.get("tool_calls") or ()),
+            finish_reason=data.get("finish_reason"),
+            model=data.get("model"),
+        )

@@ -1,0 +1,204 @@
+"""Rows of a Run: one model call, one tool call, one worker. Frozen, JSON round-trippable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from .calls import CallSource, Usage
+
+__all__ = [
+    "CallRecord",
+    "RetryRecord",
+    "ToolCallRecord",
+    "WorkerRecord",
+    "WorkerStatus",
+    "decimal_or_none",
+    "sum_costs",
+]
+
+WorkerStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
+
+
+def decimal_or_none(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
+def _str_or_none(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def sum_costs(costs: list[Decimal | None]) -> Decimal | None:
+    """Sum of costs; unknown (None) if any part is unknown, so it is never shown as $0."""
+    total = Decimal(0)
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One logical model call (all its attempts), as the tables and history show it."""
+
+    step: str  # planner | worker-<i> | reducer
+    role: str
+    model: str
+    source: CallSource
+    usage: Usage
+    cost_usd: Decimal | None
+    started: float  # seconds since run start
+    latency: float
+    attempts: int
+    fingerprint: str
+    occurrence: int = 0
+    error: str | None = None
+    status: int | None = None  # HTTP status of the final failure, if any
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "role": self.role,
+            "model": self.model,
+            "source": self.source,
+            "usage": self.usage.to_dict(),
+            "cost_usd": _str_or_none(self.cost_usd),
+            "started": self.started,
+            "latency": self.latency,
+            "attempts": self.attempts,
+            "fingerprint": self.fingerprint,
+            "occurrence": self.occurrence,
+            "error": self.error,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CallRecord:
+        return cls(
+            step=data["step"],
+            role=data["role"],
+            model=data["model"],
+            source=data["source"],
+            usage=Usage.from_dict(data["usage"]),
+            cost_usd=decimal_or_none(data.get("cost_usd")),
+            started=float(data["started"]),
+            latency=float(data["latency"]),
+            attempts=int(data["attempts"]),
+            fingerprint=data["fingerprint"],
+            occurrence=int(data.get("occurrence", 0)),
+            error=data.get("error"),
+            status=data.get("status"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RetryRecord:
+    """One failed attempt that was retried."""
+
+    step: str
+    attempt: int
+    error: str
+    status: int | None
+    t: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "attempt": self.attempt,
+            "error": self.error,
+            "status": self.status,
+            "t": self.t,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetryRecord:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool execution requested by a worker's model."""
+
+    worker: int
+    hop: int
+    call_id: str
+    tool: str
+    arguments: str
+    result: str | None
+    error: str | None
+    started: float
+    duration: float
+    source: CallSource = "live"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "worker": self.worker,
+            "hop": self.hop,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "started": self.started,
+            "duration": self.duration,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A worker's final state. ``reason`` holds the detail: budget, tools, provider, ..."""
+
+    index: int
+    task: str
+    status: WorkerStatus
+    reason: str | None = None
+    output: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: Decimal | None = Decimal(0)
+    started: float | None = None
+    latency: float = 0.0
+    attempts: int = 0
+    calls: int = 0
+    tool_calls: int = 0
+    cached_calls: int = 0
+    error: str | None = None
+
+    @property
+    def status_label(self) -> str:
+        return f"{self.status} ({self.reason})" if self.reason else self.status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "task": self.task,
+            "status": self.status,
+            "reason": self.reason,
+            "output": self.output,
+            "usage": self.usage.to_dict(),
+            "cost_usd": _str_or_none(self.cost_usd),
+            "started": self.started,
+            "latency": self.latency,
+            "attempts": self.attempts,
+            "calls": self.calls,
+            "tool_calls": self.tool_calls,
+            "cached_calls": self.cached_calls,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkerRecord:
+        values = dict(data)
+        values["usage"] = Usage.from_dict(values["usage"])
+        values["cost_usd"] = decimal_or_none(values.get("cost_usd"))
+        return cls(**values)
