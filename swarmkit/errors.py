@@ -60,11 +60,13 @@ class ProviderError(SwarmError):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        attempts: int = 1,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.attempts = attempts
 
 
 class ResponseFormatUnsupported(ProviderError):
