@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .config import RoleConfig
+    from .events import Event
 
 __all__ = [
+    "CallOutcome",
     "CallSource",
     "ChatRequest",
     "ChatResponse",
+    "ModelCaller",
     "ToolCallRequest",
     "Usage",
     "canonical_json",
@@ -199,3 +207,40 @@ class ChatResponse:
             finish_reason=data.get("finish_reason"),
             model=data.get("model"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A finished model call as the engine sees it, whichever way it was served.
+
+    ``started``, ``latency`` and ``cost_usd`` are the recorded figures in replay, so a
+    replayed run shows exactly what the recording showed; live calls leave ``started``
+    None (the engine measures it) and ``cost_recorded`` False (the engine prices it).
+    """
+
+    response: ChatResponse
+    source: CallSource
+    attempts: int
+    latency: float
+    occurrence: int = 0
+    started: float | None = None
+    cost_usd: Decimal | None = None
+    cost_recorded: bool = False
+
+
+class ModelCaller(Protocol):
+    """The seam between the engine and the call store / provider."""
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        role: RoleConfig,
+        run_id: str,
+        step: str,
+        emit: Callable[[Event], None],
+        clock: Callable[[], float],
+        on_delta: Callable[[str], None] | None = None,
+    ) -> CallOutcome: ...
+
+    async def aclose(self) -> None: ...
