@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .calls import CallOutcome, ChatRequest, ModelCaller
+from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
 from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine import Engine
 from .events import Sink
@@ -32,6 +32,11 @@ class LiveCaller:
     async def complete(self, request: ChatRequest, **context: Any) -> CallOutcome:
         result = await self.provider.complete(request, **context)
         return CallOutcome(result.response, "live", result.attempts, result.latency)
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome:
+        return await execute()
 
     async def aclose(self) -> None:
         await self.provider.aclose()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -24,6 +24,8 @@ __all__ = [
     "ChatResponse",
     "ModelCaller",
     "ToolCallRequest",
+    "ToolKey",
+    "ToolOutcome",
     "Usage",
     "canonical_json",
 ]
@@ -228,8 +230,34 @@ class CallOutcome:
     cost_recorded: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A finished tool execution (or its recording, in replay)."""
+
+    result: str | None
+    error: str | None
+    duration: float
+    source: CallSource = "live"
+    started: float | None = None  # recorded start offset in replay
+
+
+@dataclass(frozen=True, slots=True)
+class ToolKey:
+    """Identifies one tool call within a run, for recording and replay."""
+
+    step: str  # worker-<i>
+    hop: int
+    name: str
+    arguments: str  # canonical JSON of the parsed arguments, or the raw text if invalid
+    occurrence: int = 0
+
+
 class ModelCaller(Protocol):
-    """The seam between the engine and the call store / provider."""
+    """The seam between the engine and the call store / provider.
+
+    ``complete`` serves a model call; ``tool`` runs (or, in replay, recalls) a tool call:
+    the caller decides whether ``execute`` is awaited, so replay never re-runs tools.
+    """
 
     async def complete(
         self,
@@ -242,5 +270,9 @@ class ModelCaller(Protocol):
         clock: Callable[[], float],
         on_delta: Callable[[str], None] | None = None,
     ) -> CallOutcome: ...
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome: ...
 
     async def aclose(self) -> None: ...
