@@ -23,6 +23,7 @@ from .errors import (
     BudgetExceeded,
     PlanError,
     ProviderError,
+    ReplayMiss,
     ResponseFormatUnsupported,
     SwarmError,
 )
@@ -120,6 +121,7 @@ class Engine:
         started_at: str | None = None,
         worker_loop: Callable[[WorkerContext, list[dict[str, Any]]], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        recorded_duration: float | None = None,
     ) -> None:
         self.config = config
         self.caller = caller
@@ -132,6 +134,8 @@ class Engine:
         self._worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()
+        # In replay the totals line must show the recorded duration, not the replay's.
+        self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
         self._cancel_reason: str | None = None
         if config.budget_usd is not None:
@@ -203,8 +207,8 @@ class Engine:
                 source="live",
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
-                started=started,
-                latency=self.now() - started,
+                started=started if exc.started is None else exc.started,
+                latency=self.now() - started if exc.latency is None else exc.latency,
                 attempts=exc.attempts,
                 fingerprint=request.fingerprint(),
                 error=str(exc),
@@ -288,6 +292,9 @@ class Engine:
             error = f"BudgetExceeded: {exc}"
         except ProviderError as exc:
             error = f"ProviderError: {exc}"
+        except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
+            self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
         except asyncio.CancelledError:
             status = "cancelled"
             reason = self._cancel_reason or "cancelled"
@@ -303,8 +310,12 @@ class Engine:
         assert self.run is not None
         return self.run
 
-    def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
-        self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
+    def _finish(
+        self, status: Any, answer: str | None, error: str | None, duration: float | None = None
+    ) -> None:
+        if duration is None:
+            duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         cfg = self.config
@@ -355,9 +366,14 @@ class Engine:
         self._hold_for_reducer(task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
-        async with asyncio.TaskGroup() as group:
-            for index, subtask in enumerate(plan, start=1):
-                group.create_task(self._worker(task, index, subtask, len(plan), slots, records))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, subtask in enumerate(plan, start=1):
+                    group.create_task(
+                        self._worker(task, index, subtask, len(plan), slots, records)
+                    )
+        except* ReplayMiss as group:
+            raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
 
     async def _worker(
@@ -400,6 +416,9 @@ class Engine:
             finish(status, reason="budget", error=str(exc))
         except ProviderError as exc:
             finish("failed", reason="provider", error=str(exc))
+        except ReplayMiss:
+            finish("failed", reason="replay")
+            raise
         except SwarmError as exc:  # ToolError and friends, raised by the tool loop
             finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
         except asyncio.CancelledError:
