@@ -303,6 +303,11 @@ class Engine:
         assert self.run is not None
         return self.run
 
+    async def plan_only(self, task: str) -> tuple[str, ...]:
+        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
+        self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
+        return await self._plan(task)
+
     def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
         self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
 
@@ -380,14 +385,7 @@ class Engine:
         try:
             async with slots:
                 self.emit(WorkerStarted(index, subtask, self.now()))
-                messages: list[dict[str, Any]] = [
-                    {"role": "system", "content": self.config.system_prompt},
-                    {
-                        "role": "user",
-                        "content": f"Overall task: {task}\n\n"
-                        f"Your sub-task ({index} of {total}): {subtask}",
-                    },
-                ]
+                messages = self.worker_messages(task, index, subtask, total)
                 if self._worker_loop is not None:
                     context = WorkerContext(self, index, step, tally)
                     output = await self._worker_loop(context, messages)
@@ -408,6 +406,19 @@ class Engine:
             raise
         else:
             finish("completed", output=output)
+
+    def worker_messages(
+        self, task: str, index: int, subtask: str, total: int
+    ) -> list[dict[str, Any]]:
+        """The conversation a worker starts from (also used by the dry-run estimate)."""
+        return [
+            {"role": "system", "content": self.config.system_prompt},
+            {
+                "role": "user",
+                "content": f"Overall task: {task}\n\n"
+                f"Your sub-task ({index} of {total}): {subtask}",
+            },
+        ]
 
     def _reducer_request(
         self, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
