@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import sum_costs
 from ..tables import format_cost, format_tokens
+from ..worker import worker_messages
 from .display import SmallTable
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def estimate(engine: Engine, task: str, plan: tuple[str, ...]) -> DryRun:
 
     worker_tokens = 0
     for index, subtask in enumerate(plan, start=1):
-        messages = engine.worker_messages(task, index, subtask, len(plan))
+        messages = worker_messages(config.system_prompt, task, index, subtask, len(plan))
         request = engine.request("worker", messages)
         worker_tokens += request.prompt_token_bound() + (request.max_tokens or 0)
     roles.append(_bound(engine, "worker", config.worker.model, len(plan), worker_tokens,
