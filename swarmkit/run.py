@@ -14,6 +14,7 @@ from .events import (
     CallRetried,
     Event,
     PlanReady,
+    ReducerStarted,
     RunFinished,
     RunStarted,
     ToolCallFinished,
@@ -45,6 +46,7 @@ class Run:
     calls: list[CallRecord] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     retries: list[RetryRecord] = field(default_factory=list)
+    reduced: list[int] = field(default_factory=list)  # workers whose output the reducer got
     answer: str | None = None
     error: str | None = None
     duration: float = 0.0
@@ -130,6 +132,7 @@ class Run:
             "calls": [c.to_dict() for c in self.calls],
             "tool_calls": [t.to_dict() for t in self.tool_calls],
             "retries": [r.to_dict() for r in self.retries],
+            "reduced": list(self.reduced),
             "answer": self.answer,
             "error": self.error,
             "duration": self.duration,
@@ -152,6 +155,7 @@ class Run:
             calls=[CallRecord.from_dict(c) for c in data.get("calls", [])],
             tool_calls=[ToolCallRecord.from_dict(t) for t in data.get("tool_calls", [])],
             retries=[RetryRecord.from_dict(r) for r in data.get("retries", [])],
+            reduced=list(data.get("reduced", [])),
             answer=data.get("answer"),
             error=data.get("error"),
             duration=float(data.get("duration", 0.0)),
@@ -191,6 +195,8 @@ class RunRecorder:
                 run.retries.append(
                     RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
                 )
+            case ReducerStarted():
+                run.reduced = list(event.inputs)
             case ToolCallFinished():
                 run.tool_calls.append(event.tool_call)
             case WorkerFinished():
