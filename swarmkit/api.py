@@ -93,12 +93,12 @@ async def create_engine(
         config = cassette.resolve_config(config)
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
-    resolved = config
+    store_config = config
 
     def provider() -> Any:
         from .provider import OpenAIProvider
 
-        return OpenAIProvider(resolved, env=env)
+        return OpenAIProvider(store_config, env=env)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     return Engine(config, caller=store, sinks=[*sinks, *store.sinks], **store.engine_options())
