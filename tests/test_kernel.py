@@ -231,3 +231,29 @@ def test_background_run_updates_its_output_when_it_ends(
         assert "swarmkit" in update["content"]["metadata"]
         reply, printed = execute(client, "print(_swarm is r, r.status, _swarm_handle.done())")
         assert printed.strip() == "True completed True"
+
+
+def test_dashboard_cancel_button_stops_a_background_run(
+    kernel: tuple[KernelManager, BlockingKernelClient],
+) -> None:
+    """A click sent the way a frontend sends it: a comm message to the button's model."""
+    _manager, client = kernel
+    with FakeServer(lifetime=120, latency=0.3, plan_tasks=20) as server:
+        execute(client, "%load_ext swarmkit")
+        reply, printed = execute(
+            client,
+            f"%%swarm --model gpt-4.1-mini --base-url {server.base_url} --workers 20 "
+            "--concurrency 2 --background\nList twenty stones",
+        )
+        assert reply["status"] == "ok", printed
+        reply, printed = execute(client, "print(_swarm_handle.dashboard.cancel_button.model_id)")
+        button = printed.strip()
+        assert wait_until(lambda: server.count("worker-*") >= 4)
+        click = {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}
+        client.session.send(client.shell_channel.socket, "comm_msg", click)
+        reply, printed = execute(client, (
+            "_swarm_handle.result()\n"
+            "print(_swarm.status, sorted({w.status for w in _swarm.workers}))"
+        ))
+        assert printed.strip() == "cancelled ['cancelled', 'completed']"
+        assert wait_until(lambda: server.in_flight == 0)
