@@ -225,3 +225,12 @@ def test_a_real_swarm_against_fake_server_ends_with_the_runs_figures(
     assert "<b>100 workers</b>: 100 completed" in dashboard.sections["workers"].value
     assert "sk-test-dashboard-0000" not in "".join(s.value for s in dashboard.sections.values())
     assert sum(changes.values()) <= dashboard.updates_sent * len(SECTIONS)
+
+
+def test_the_widget_shows_one_stable_plain_text_line_without_a_frontend() -> None:
+    dashboard = Dashboard(task="<task>", config=_config())
+    data = dashboard.widget._repr_mimebundle_()
+    assert data["text/plain"] == (
+        "<swarmkit dashboard: the live view needs a Jupyter widget frontend>")
+    assert "application/vnd.jupyter.widget-view+json" in data
+    dashboard.close()
