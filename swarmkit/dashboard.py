@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
@@ -37,6 +38,22 @@ __all__ = ["Dashboard"]
 
 _JOIN_TIMEOUT = 2.0
 _NO_CANCEL_TIP = "Cancel works for --background runs; interrupt the kernel to stop this one"
+
+
+@cache
+def _dashboard_box_class() -> type:
+    """A VBox whose text/plain is one stable line, not its children's HTML.
+
+    That line is what a terminal, or a notebook saved without widget state (nbval),
+    shows for the dashboard.
+    """
+    import ipywidgets as widgets
+
+    class DashboardBox(widgets.VBox):  # type: ignore[misc]
+        def __repr__(self) -> str:
+            return "<swarmkit dashboard: the live view needs a Jupyter widget frontend>"
+
+    return DashboardBox
 
 
 class Dashboard:
@@ -84,7 +101,7 @@ class Dashboard:
             [self.sections["header"], self.cancel_button],
             layout=widgets.Layout(justify_content="space-between", align_items="flex-start"),
         )
-        self.widget = widgets.VBox(
+        self.widget = _dashboard_box_class()(
             [header, *(self.sections[name] for name in SECTIONS if name != "header")]
         )
 

@@ -200,3 +200,37 @@ def test_budget_bar_shares() -> None:
     budget = dashboard.sections["budget"].value
     assert "reserved $0.001000" in budget and "cap $1.0000" in budget
     assert Decimal("0") < Decimal(budget.split("spent $")[1].split(" ")[0])
+
+
+def test_a_real_swarm_against_fake_server_ends_with_the_runs_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import swarmkit
+    from swarmkit.tables import format_cost, format_tokens
+    from swarmkit.testing import FakeServer
+
+    monkeypatch.setenv("SWARMKIT_TEST_KEY", "sk-test-dashboard-0000")
+    with FakeServer(plan_tasks=100, latency=0.01) as server:
+        options = {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                   "api_key_env": "SWARMKIT_TEST_KEY", "workers": 100, "concurrency": 20}
+        dashboard = Dashboard(task="big task", config=SwarmConfig().with_options(**options))
+        changes = _count_value_changes(dashboard)
+        run = swarmkit.run_sync("big task", sinks=[dashboard], **options)
+        dashboard.close()
+    assert run.status == "completed" and len(run.workers) == 100
+    header = dashboard.sections["header"].value
+    assert f"{len(run.calls)} calls" in header
+    assert f"tokens {format_tokens(run.usage.prompt_tokens)} in" in header
+    assert f"cost {format_cost(run.cost_usd)}" in header and "done" in header
+    assert "<b>100 workers</b>: 100 completed" in dashboard.sections["workers"].value
+    assert "sk-test-dashboard-0000" not in "".join(s.value for s in dashboard.sections.values())
+    assert sum(changes.values()) <= dashboard.updates_sent * len(SECTIONS)
+
+
+def test_the_widget_shows_one_stable_plain_text_line_without_a_frontend() -> None:
+    dashboard = Dashboard(task="<task>", config=_config())
+    data = dashboard.widget._repr_mimebundle_()
+    assert data["text/plain"] == (
+        "<swarmkit dashboard: the live view needs a Jupyter widget frontend>")
+    assert "application/vnd.jupyter.widget-view+json" in data
+    dashboard.close()

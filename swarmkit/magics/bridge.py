@@ -46,6 +46,7 @@ class SwarmHandle:
         self.config = config
         self.engine_options = dict(engine_options or {})
         self.engine: Engine | None = None
+        self.dashboard: Any = None  # the live view, when the magic shows one
         self.future: concurrent.futures.Future[Run] | None = None
         from ..loop import background_loop
 
@@ -53,10 +54,23 @@ class SwarmHandle:
         self._task: asyncio.Task[Any] | None = None
         self._cancel_reason: str | None = None
         self._lock = threading.Lock()
+        self._callbacks: list[Callable[[SwarmHandle], None]] | None = []
+        # Set once the done-callbacks ran, so result() returns with _swarm already stored.
+        self._settled = threading.Event()
 
     def start(self, sinks: Sequence[Sink] = ()) -> SwarmHandle:
         self.future = self._bridge.submit(self._drive(list(sinks)))
+        self.future.add_done_callback(self._settle)
         return self
+
+    def _settle(self, _future: concurrent.futures.Future[Run]) -> None:
+        try:
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks or [], None
+            for callback in callbacks:
+                callback(self)
+        finally:
+            self._settled.set()
 
     async def _drive(self, sinks: list[Sink]) -> Run:
         import asyncio
@@ -91,7 +105,8 @@ class SwarmHandle:
             self._task.cancel()  # still building the engine: nothing to keep yet
 
     def done(self) -> bool:
-        return self.future is not None and self.future.done()
+        """The run ended and its done-callbacks (storing _swarm, the display) ran."""
+        return self._settled.is_set()
 
     @property
     def cancelled(self) -> bool:
@@ -110,8 +125,13 @@ class SwarmHandle:
 
     def result(self) -> Run:
         """Block until the run ends; KeyboardInterrupt passes through to the caller."""
+        from ..loop import WAIT_SLICE
+
         assert self.future is not None, "start() the handle first"
-        return self._bridge.wait(self.future)
+        run = self._bridge.wait(self.future)
+        while not self._settled.wait(WAIT_SLICE):  # callbacks run right after the result
+            pass
+        return run
 
     def cancel_and_collect(self, reason: str, grace: float = CANCEL_GRACE) -> Run | None:
         """Cancel, then wait up to ``grace`` seconds for the partial Run.
@@ -133,12 +153,17 @@ class SwarmHandle:
                 continue
             except BaseException:  # the outcome is read below, from the future or engine
                 break
+        if self.future is not None and self.future.done():
+            self._settled.wait(max(0.0, deadline - time.monotonic()))
         return self.run
 
     def add_done_callback(self, callback: Callable[[SwarmHandle], None]) -> None:
-        """Call ``callback(handle)`` on the loop thread when the run ends."""
-        assert self.future is not None, "start() the handle first"
-        self.future.add_done_callback(lambda _future: callback(self))
+        """Call ``callback(handle)`` when the run ends (at once if it has ended)."""
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(callback)
+                return
+        callback(self)
 
     def exception(self) -> BaseException | None:
         if self.future is None or not self.future.done() or self.future.cancelled():

@@ -134,7 +134,8 @@ class SwarmMagics(Magics):
         handle = SwarmHandle(task, config, engine_options=args.engine_options)
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None
-        dashboard = self._dashboard(task, config, handle) if live else None
+        dashboard = self._dashboard(task, config, handle, args.background) if live else None
+        handle.dashboard = dashboard
         sinks: list[Sink] = [] if dashboard is None else [dashboard]
         if args.background:
             return self._background(handle, sinks, names, dashboard)
@@ -164,7 +165,9 @@ class SwarmMagics(Magics):
             raise usage_error(exc) from None
         raise exc
 
-    def _dashboard(self, task: str, config: SwarmConfig, handle: SwarmHandle) -> Any:
+    def _dashboard(
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, background: bool
+    ) -> Any:
         # Widgets need a frontend: a terminal IPython gets only the final tables.
         if getattr(self.shell, "kernel", None) is None:
             return None
@@ -172,7 +175,9 @@ class SwarmMagics(Magics):
             return None
         from ..dashboard import Dashboard  # type: ignore[import-not-found, unused-ignore]
 
-        return Dashboard(task=task, config=config, on_cancel=lambda: handle.cancel("cancelled"))
+        # A blocked cell cannot receive clicks, so only a background run gets a live Cancel.
+        on_cancel = (lambda: handle.cancel("cancelled")) if background else None
+        return Dashboard(task=task, config=config, on_cancel=on_cancel)
 
     def _background(
         self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any
