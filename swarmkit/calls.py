@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .config import RoleConfig
+    from .events import Event
 
 __all__ = [
+    "CallOutcome",
     "CallSource",
     "ChatRequest",
     "ChatResponse",
+    "ModelCaller",
     "ToolCallRequest",
+    "ToolKey",
+    "ToolOutcome",
     "Usage",
     "canonical_json",
 ]
@@ -199,3 +209,70 @@ class ChatResponse:
             finish_reason=data.get("finish_reason"),
             model=data.get("model"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A finished model call as the engine sees it, whichever way it was served.
+
+    ``started``, ``latency`` and ``cost_usd`` are the recorded figures in replay, so a
+    replayed run shows exactly what the recording showed; live calls leave ``started``
+    None (the engine measures it) and ``cost_recorded`` False (the engine prices it).
+    """
+
+    response: ChatResponse
+    source: CallSource
+    attempts: int
+    latency: float
+    occurrence: int = 0
+    started: float | None = None
+    cost_usd: Decimal | None = None
+    cost_recorded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A finished tool execution (or its recording, in replay)."""
+
+    result: str | None
+    error: str | None
+    duration: float
+    source: CallSource = "live"
+    started: float | None = None  # recorded start offset in replay
+
+
+@dataclass(frozen=True, slots=True)
+class ToolKey:
+    """Identifies one tool call within a run, for recording and replay."""
+
+    step: str  # worker-<i>
+    hop: int
+    name: str
+    arguments: str  # canonical JSON of the parsed arguments, or the raw text if invalid
+    occurrence: int = 0
+
+
+class ModelCaller(Protocol):
+    """The seam between the engine and the call store / provider.
+
+    ``complete`` serves a model call; ``tool`` runs (or, in replay, recalls) a tool call:
+    the caller decides whether ``execute`` is awaited, so replay never re-runs tools.
+    """
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        role: RoleConfig,
+        run_id: str,
+        step: str,
+        emit: Callable[[Event], None],
+        clock: Callable[[], float],
+        on_delta: Callable[[str], None] | None = None,
+    ) -> CallOutcome: ...
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome: ...
+
+    async def aclose(self) -> None: ...

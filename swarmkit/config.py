@@ -17,8 +17,10 @@ from typing import Any, Literal
 from .errors import ConfigError
 
 __all__ = [
+    "AUTO_MODEL",
     "DEFAULT_MODEL",
     "LOCAL_MODEL",
+    "ROLES",
     "Role",
     "RoleConfig",
     "SwarmConfig",
@@ -28,6 +30,8 @@ Role = Literal["planner", "worker", "reducer"]
 ROLES: tuple[Role, ...] = ("planner", "worker", "reducer")
 
 LOCAL_MODEL = "local"
+# "auto" picks DEFAULT_MODEL when a key or base URL is configured, else the local model.
+AUTO_MODEL = "auto"
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -62,7 +66,7 @@ class RoleConfig:
 
 
 def _default_role(max_tokens: int) -> RoleConfig:
-    return RoleConfig(model=DEFAULT_MODEL, max_tokens=max_tokens)
+    return RoleConfig(model=AUTO_MODEL, max_tokens=max_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,111 @@
+"""The Python front end: ``swarmkit.run`` (async) and ``swarmkit.run_sync``.
+
+Both take the public option names (``model=``, ``workers=``, ``concurrency=``,
+``budget_usd=``/``budget=``, ``base_url=``, ``api_key_env=``, per-role
+``planner_model=`` ...) and return a :class:`~swarmkit.run.Run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
+from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
+from .engine import Engine
+from .events import Sink
+from .loop import background_loop
+from .run import Run
+
+__all__ = ["LiveCaller", "create_engine", "resolve_models", "run", "run_sync"]
+
+
+class LiveCaller:
+    """A ModelCaller that always asks the provider (no cache, no cassette)."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+
+    async def complete(self, request: ChatRequest, **context: Any) -> CallOutcome:
+        result = await self.provider.complete(request, **context)
+        return CallOutcome(result.response, "live", result.attempts, result.latency)
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome:
+        return await execute()
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+
+
+def _has_key(role: RoleConfig, env: Mapping[str, str]) -> bool:
+    return any(env.get(name) for name in role.api_key_env)
+
+
+def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
+    """Turn ``auto`` into a real model and point ``local`` roles at the embedded server.
+
+    ``auto`` is the hosted default when a key or base URL is configured, and the
+    embedded local model otherwise, so a newcomer with no key still gets a real swarm.
+    """
+    roles: dict[str, RoleConfig] = {}
+    for name in ROLES:
+        role = config.role(name)
+        if role.model == AUTO_MODEL:
+            hosted = role.base_url is not None or _has_key(role, env)
+            role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
+        if role.is_local and role.base_url is None:
+            from .local import resolve_local
+
+            role = resolve_local(role)
+        roles[name] = role
+    return replace(config, **roles)
+
+
+async def create_engine(
+    *,
+    config: SwarmConfig | None = None,
+    sinks: Sequence[Sink] = (),
+    caller: ModelCaller | None = None,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Engine:
+    """Build an Engine ready to ``execute``; starts the local model server if needed."""
+    env = os.environ if env is None else env
+    config = SwarmConfig.from_options(config, env=env, **options)
+    config = await asyncio.to_thread(resolve_models, config, env)
+    if caller is None:
+        from .provider import OpenAIProvider
+
+        caller = LiveCaller(OpenAIProvider(config, env=env))
+    return Engine(config, caller=caller, sinks=sinks)
+
+
+async def run(
+    task: str,
+    *,
+    config: SwarmConfig | None = None,
+    sinks: Sequence[Sink] = (),
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Run:
+    """Run a planner → workers → reducer swarm and return its Run."""
+    engine = await create_engine(config=config, sinks=sinks, env=env, **options)
+    try:
+        return await engine.execute(task)
+    finally:
+        await engine.caller.aclose()
+
+
+def run_sync(task: str, **options: Any) -> Run:
+    """``run`` for synchronous code, including inside a running loop (a notebook cell)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run(task, **options))
+    bridge = background_loop()
+    return bridge.wait(bridge.submit(run(task, **options)))

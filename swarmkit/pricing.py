@@ -1,0 +1,121 @@
+"""The price table: USD per million tokens, from package data plus user overrides.
+
+Lookup strips a vendor prefix (``moonshot/kimi-k2.5`` finds ``kimi-k2.5``). A model not
+in the table has unknown cost (``None``), never $0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from importlib import resources
+
+from .calls import Usage
+from .errors import ConfigError
+
+__all__ = ["ModelPrice", "PriceTable"]
+
+_MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per 1M tokens. ``cached_input`` None bills cached tokens at the input price."""
+
+    input: Decimal
+    output: Decimal
+    cached_input: Decimal | None = None
+
+    def cost(self, usage: Usage) -> Decimal | None:
+        if usage.prompt_tokens is None or usage.completion_tokens is None:
+            return None
+        cached = min(usage.cached_tokens or 0, usage.prompt_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        total = (
+            (usage.prompt_tokens - cached) * self.input
+            + cached * cached_price
+            + usage.completion_tokens * self.output
+        )
+        return total / _MILLION
+
+    def bound(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        """Worst-case cost: every prompt token uncached."""
+        return (prompt_tokens * self.input + completion_tokens * self.output) / _MILLION
+
+
+def _decimal(value: object, what: str) -> Decimal:
+    try:
+        amount = Decimal(str(value).strip().lstrip("$"))
+    except InvalidOperation:
+        raise ConfigError(f"{what} must be a USD amount per 1M tokens, got {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise ConfigError(f"{what} must be a non-negative USD amount, got {value!r}")
+    return amount
+
+
+@cache
+def _builtin() -> Mapping[str, ModelPrice]:
+    text = resources.files("swarmkit").joinpath("data/prices.json").read_text(encoding="utf-8")
+    table: dict[str, ModelPrice] = {}
+    for model, row in json.loads(text)["models"].items():
+        cached = row.get("cached_input")
+        table[model.lower()] = ModelPrice(
+            input=Decimal(row["input"]),
+            output=Decimal(row["output"]),
+            cached_input=None if cached is None else Decimal(cached),
+        )
+    return table
+
+
+class PriceTable:
+    """Built-in prices plus overrides; immutable, so runs can share one safely."""
+
+    def __init__(self, overrides: Mapping[str, ModelPrice] | None = None) -> None:
+        self._prices: dict[str, ModelPrice] = dict(_builtin())
+        for model, price in (overrides or {}).items():
+            self._prices[model.lower()] = price
+
+    @classmethod
+    def with_overrides(cls, rows: Iterable[tuple[str, ...]]) -> PriceTable:
+        """Rows of ``(model, input, output[, cached_input])`` in USD per 1M tokens."""
+        overrides: dict[str, ModelPrice] = {}
+        for row in rows:
+            if len(row) not in (3, 4):
+                raise ConfigError(f"a price needs MODEL INPUT OUTPUT [CACHED], got {row!r}")
+            model = row[0]
+            cached = _decimal(row[3], f"cached price of {model}") if len(row) == 4 else None
+            overrides[model] = ModelPrice(
+                input=_decimal(row[1], f"input price of {model}"),
+                output=_decimal(row[2], f"output price of {model}"),
+                cached_input=cached,
+            )
+        return cls(overrides)
+
+    def lookup(self, model: str) -> ModelPrice | None:
+        key = model.lower()
+        if key in self._prices:
+            return self._prices[key]
+        # Gateways prefix vendors (openrouter's "deepseek/deepseek-v3.2"); try the tail.
+        if "/" in key:
+            return self._prices.get(key.rsplit("/", 1)[1])
+        return None
+
+    def cost(self, model: str, usage: Usage) -> Decimal | None:
+        price = self.lookup(model)
+        return None if price is None else price.cost(usage)
+
+    def require(self, model: str) -> ModelPrice:
+        price = self.lookup(model)
+        if price is None:
+            raise ConfigError(
+                f"no price known for model {model!r}, so a budget cannot be enforced; add one "
+                f"with %swarm prices {model} IN OUT or prices=[({model!r}, IN, OUT)] "
+                "(USD per 1M tokens)"
+            )
+        return price
+
+    def rows(self) -> list[tuple[str, ModelPrice]]:
+        return sorted(self._prices.items())

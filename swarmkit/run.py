@@ -1,0 +1,208 @@
+"""``Run``: the complete record of one swarm, built only from events, JSON round-trippable."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
+
+from .calls import Usage
+from .events import (
+    CallFinished,
+    CallRetried,
+    Event,
+    PlanReady,
+    ReducerStarted,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    WorkerFinished,
+)
+from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord, sum_costs
+
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = ["Run", "RunRecorder", "RunStatus"]
+
+RunStatus = Literal["running", "completed", "partial", "failed", "cancelled"]
+RUN_FORMAT = 1
+
+
+@dataclass
+class Run:
+    """Everything a run did. Tables, exports and history all read from here."""
+
+    run_id: str
+    task: str
+    config: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    status: RunStatus = "running"
+    plan: list[str] = field(default_factory=list)
+    plan_raw: str = ""
+    workers: list[WorkerRecord] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    retries: list[RetryRecord] = field(default_factory=list)
+    reduced: list[int] = field(default_factory=list)  # workers whose output the reducer got
+    answer: str | None = None
+    error: str | None = None
+    duration: float = 0.0
+
+    # -- totals ----------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage(requests=0)
+        for call in self.calls:
+            total = total.add(call.usage)
+        return total
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        return sum_costs([call.cost_usd for call in self.calls])
+
+    @property
+    def models(self) -> dict[str, str]:
+        return {role: self.config.get(role, {}).get("model", "?") for role in _ROLES}
+
+    def worker(self, index: int) -> WorkerRecord:
+        for record in self.workers:
+            if record.index == index:
+                return record
+        raise KeyError(f"run {self.run_id} has no worker {index}")
+
+    def status_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for record in self.workers:
+            counts[record.status_label] = counts.get(record.status_label, 0) + 1
+        return counts
+
+    # -- display ---------------------------------------------------------------------
+
+    def tables(self) -> Any:
+        from .tables import RunTables
+
+        return RunTables(self)
+
+    def _repr_html_(self) -> str:
+        return self.tables().html()
+
+    def __str__(self) -> str:
+        return self.tables().text()
+
+    def __repr__(self) -> str:
+        cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.6f}"
+        return (
+            f"<Run {self.run_id} {self.status}: {len(self.workers)} workers, "
+            f"{self.usage.total_tokens} tokens, {cost}>"
+        )
+
+    def to_dataframe(self) -> pandas.DataFrame:
+        """The per-worker table as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas
+        except ImportError:
+            from .errors import ConfigError
+
+            raise ConfigError("to_dataframe needs pandas: pip install pandas") from None
+        return pandas.DataFrame([w.to_dict() for w in self.workers])
+
+    def export(self, path: str, **options: Any) -> Any:
+        """Write a replayable notebook and its cassette; see ``swarmkit.export``."""
+        from .export import export_run
+
+        return export_run(self, path, **options)
+
+    # -- JSON ------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": RUN_FORMAT,
+            "run_id": self.run_id,
+            "task": self.task,
+            "config": self.config,
+            "started_at": self.started_at,
+            "status": self.status,
+            "plan": list(self.plan),
+            "plan_raw": self.plan_raw,
+            "workers": [w.to_dict() for w in self.workers],
+            "calls": [c.to_dict() for c in self.calls],
+            "tool_calls": [t.to_dict() for t in self.tool_calls],
+            "retries": [r.to_dict() for r in self.retries],
+            "reduced": list(self.reduced),
+            "answer": self.answer,
+            "error": self.error,
+            "duration": self.duration,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        return cls(
+            run_id=data["run_id"],
+            task=data["task"],
+            config=data.get("config", {}),
+            started_at=data.get("started_at", ""),
+            status=data["status"],
+            plan=list(data.get("plan", [])),
+            plan_raw=data.get("plan_raw", ""),
+            workers=[WorkerRecord.from_dict(w) for w in data.get("workers", [])],
+            calls=[CallRecord.from_dict(c) for c in data.get("calls", [])],
+            tool_calls=[ToolCallRecord.from_dict(t) for t in data.get("tool_calls", [])],
+            retries=[RetryRecord.from_dict(r) for r in data.get("retries", [])],
+            reduced=list(data.get("reduced", [])),
+            answer=data.get("answer"),
+            error=data.get("error"),
+            duration=float(data.get("duration", 0.0)),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Run:
+        return cls.from_dict(json.loads(text))
+
+
+_ROLES = ("planner", "worker", "reducer")
+
+
+def _worker_index(record: WorkerRecord) -> int:
+    return record.index
+
+
+class RunRecorder:
+    """The sink that turns events into a ``Run``; the only writer of Run fields."""
+
+    def __init__(self) -> None:
+        self.run: Run | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.run = Run(event.run_id, event.task, event.config, event.started_at)
+            return
+        run = self.run
+        if run is None:
+            return
+        match event:
+            case PlanReady():
+                run.plan, run.plan_raw = list(event.tasks), event.raw
+            case CallFinished():
+                run.calls.append(event.call)
+            case CallRetried():
+                run.retries.append(
+                    RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
+                )
+            case ReducerStarted():
+                run.reduced = list(event.inputs)
+            case ToolCallFinished():
+                run.tool_calls.append(event.tool_call)
+            case WorkerFinished():
+                bisect.insort(run.workers, event.worker, key=_worker_index)
+            case RunFinished():
+                run.status, run.answer, run.error = event.status, event.answer, event.error
+                run.duration = event.duration
+            case _:
+                pass

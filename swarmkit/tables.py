@@ -1,0 +1,177 @@
+"""Static output of a Run: per-worker spend, tool calls, totals, answer and timeline.
+
+``RunTables.mime_bundle()`` is the one display a finished ``%%swarm`` cell leaves: HTML
+(answer as Markdown, tables, totals, timeline SVG) and a tabulate ``text/plain`` that
+terminal IPython and nbval's text comparison see, plus provenance metadata. Everything
+here is a pure function of the Run, so a replayed run renders byte-identical output.
+"""
+
+from __future__ import annotations
+
+import html
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from tabulate import tabulate
+
+if TYPE_CHECKING:
+    from .run import Run
+
+__all__ = ["RunTables", "format_cost", "format_tokens"]
+
+_TASK_WIDTH = 48
+_CELL_WIDTH = 60
+_TASK_HEADER_WIDTH = 200
+# Past this many rows a table scrolls inside the output instead of growing the page.
+_SCROLL_ROWS = 30
+_SCROLL_BOX = '<div style="max-height:420px;overflow:auto">{}</div>'
+
+
+def format_cost(cost: Decimal | None) -> str:
+    if cost is None:
+        return "unknown"
+    if cost == 0:
+        return "$0"
+    return f"${cost:.6f}" if cost < 1 else f"${cost:.4f}"
+
+
+def format_tokens(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _clip(text: str | None, width: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class RunTables:
+    """Renders one Run. ``text()`` is what terminals and nbval's text/plain see."""
+
+    WORKER_HEADERS = (
+        "worker", "task", "status", "calls", "attempts", "tokens in", "tokens out", "cost",
+        "latency", "tools",
+    )
+    TOOL_HEADERS = ("worker", "hop", "tool", "arguments", "result", "error", "duration")
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def worker_rows(self) -> list[tuple[Any, ...]]:
+        rows = []
+        for w in self.run.workers:
+            calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
+            rows.append((
+                w.index,
+                _clip(w.task, _TASK_WIDTH),
+                w.status_label,
+                calls,
+                w.attempts,
+                format_tokens(w.usage.prompt_tokens),
+                format_tokens(w.usage.completion_tokens),
+                format_cost(w.cost_usd),
+                f"{w.latency:.2f}s",
+                w.tool_calls,
+            ))
+        return rows
+
+    def tool_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                t.worker,
+                t.hop,
+                t.tool,
+                _clip(t.arguments, _CELL_WIDTH),
+                _clip(t.result, _CELL_WIDTH),
+                _clip(t.error, _CELL_WIDTH) or "",
+                f"{t.duration:.3f}s",
+            )
+            for t in self.run.tool_calls
+        ]
+
+    def totals(self) -> str:
+        run = self.run
+        usage = run.usage
+        counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
+        cached = sum(1 for c in run.calls if c.source == "cache")
+        cached_note = f" ({cached} cached)" if cached else ""
+        return (
+            f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
+            f" · {len(run.calls)} calls{cached_note} · tokens "
+            f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
+            f" out · cost {format_cost(run.cost_usd)} · {run.duration:.2f}s"
+        )
+
+    def worker_table(self, fmt: str = "simple") -> str:
+        return tabulate(self.worker_rows(), headers=self.WORKER_HEADERS, tablefmt=fmt,
+                        disable_numparse=True)
+
+    def tool_table(self, fmt: str = "simple") -> str:
+        return tabulate(self.tool_rows(), headers=self.TOOL_HEADERS, tablefmt=fmt,
+                        disable_numparse=True)
+
+    def text(self) -> str:
+        run = self.run
+        parts = [self.totals(), ""]
+        if run.error:
+            parts += [f"error: {run.error}", ""]
+        if run.workers:
+            parts += [self.worker_table(), ""]
+        if run.tool_calls:
+            parts += ["tool calls", self.tool_table(), ""]
+        if run.answer is not None:
+            parts += ["answer", run.answer]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def html(self) -> str:
+        """Totals, answer (Markdown), worker table, tool-call table and timeline."""
+        from .mdhtml import markdown_html
+        from .timeline import timeline_svg
+
+        run = self.run
+        parts = [
+            '<div class="swarmkit-run">',
+            f"<p><b>{html.escape(self.totals())}</b></p>",
+            f"<p>task: {html.escape(_clip(run.task, _TASK_HEADER_WIDTH))}</p>",
+        ]
+        if run.error:
+            parts.append(f'<p style="color:#b00">error: {html.escape(run.error)}</p>')
+        if run.answer is not None:
+            parts += [
+                "<p><b>answer</b></p>",
+                f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
+            ]
+        if run.workers:
+            parts += [f"<p><b>workers ({len(run.workers)})</b></p>",
+                      _scrolling(self.worker_table("html"), len(run.workers))]
+        if run.tool_calls:
+            parts += [f"<p><b>tool calls ({len(run.tool_calls)})</b></p>",
+                      _scrolling(self.tool_table("html"), len(run.tool_calls))]
+        if run.calls:
+            parts += ["<p><b>timeline</b></p>", timeline_svg(run)]
+        parts.append("</div>")
+        return "\n".join(parts)
+
+    def metadata(self) -> dict[str, Any]:
+        """Provenance for the display's metadata: no secrets, only key variable names."""
+        from . import __version__
+
+        run = self.run
+        return {
+            "version": __version__,
+            "run_id": run.run_id,
+            "status": run.status,
+            "models": run.models,
+            "parameters": run.config,
+            "usage": {k: ("unknown" if v is None else str(v))
+                      for k, v in run.usage.to_dict().items()},
+            "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
+        }
+
+    def mime_bundle(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
+        data = {"text/html": self.html(), "text/plain": self.text()}
+        return data, {"swarmkit": self.metadata()}
+
+
+def _scrolling(table: str, rows: int) -> str:
+    return _SCROLL_BOX.format(table) if rows > _SCROLL_ROWS else table

@@ -1,0 +1,69 @@
+"""``python -m swarmkit.testing``: run a FakeServer in the foreground.
+
+Prints ``READY <base_url>`` on one line once it listens, then serves until its standard
+input closes (unless ``--ignore-stdin``), it gets SIGTERM or SIGINT, or ``--lifetime``
+runs out. Benchmarks and kernel tests start it as a subprocess with ``stdin=PIPE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from .server import FakeServer
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m swarmkit.testing",
+        description="Run swarmkit's fake OpenAI-compatible server on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--plan-tasks", type=int, default=4, help="tasks the planner returns")
+    parser.add_argument("--lifetime", type=float, default=900.0, help="stop after seconds")
+    parser.add_argument("--max-requests", type=int, default=100_000, help="stop after N")
+    parser.add_argument("--rpm-limit", type=int, default=None, help="429 past N requests/min")
+    parser.add_argument("--tpm-limit", type=int, default=None, help="429 past N tokens/min")
+    parser.add_argument(
+        "--ignore-stdin", action="store_true", help="do not stop when stdin closes"
+    )
+    args = parser.parse_args(argv)
+
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    server = FakeServer(
+        latency=args.latency, plan_tasks=args.plan_tasks, lifetime=args.lifetime,
+        max_requests=args.max_requests, port=args.port, rpm_limit=args.rpm_limit,
+        tpm_limit=args.tpm_limit,
+    ).start()
+    print(f"READY {server.base_url}", flush=True)
+
+    if not args.ignore_stdin:
+        def watch_stdin() -> None:
+            for _ in sys.stdin:
+                pass
+            done.set()
+
+        threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
+    # Short waits keep the main thread responsive to signals.
+    while not done.wait(0.2) and server.running:
+        pass
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

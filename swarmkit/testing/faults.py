@@ -1,0 +1,143 @@
+"""Faults the fake server can inject, and the rules that decide which requests get them.
+
+A :class:`Fault` is what goes wrong (a 429, an HTML 502 page, a dropped connection, ...).
+A :class:`FaultRule` says which requests get it: a step glob, how many attempts of each
+matching step (``attempts=k`` makes it transient, ``None`` permanent) and a probability.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Fault", "FaultKind", "FaultRule"]
+
+FaultKind = Literal["status", "html", "drop", "stall", "malformed", "stream_cut"]
+
+# What llama.cpp's server answers when given response_format of type json_schema.
+LLAMA_CPP_JSON_SCHEMA_BODY = (
+    '{"error":{"code":500,"type":"server_error","message":"1 validation error for '
+    "CreateChatCompletionRequest\\nresponse_format.type\\n  Input should be 'text' or "
+    "'json_object' [type=literal_error, input_value='json_schema', input_type=str]\"}}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One misbehaviour of the server. Build it with the class methods."""
+
+    kind: FaultKind
+    http_status: int = 500
+    body: str | None = None
+    retry_after: float | None = None
+    seconds: float = 0.0
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | None = None) -> Fault:
+        """HTTP 429 with a JSON error, and a ``Retry-After`` header when given."""
+        return cls("status", http_status=429, retry_after=retry_after)
+
+    @classmethod
+    def status(cls, status: int = 500, *, body: str | None = None) -> Fault:
+        """An HTTP error with a JSON error body, or ``body`` verbatim when given."""
+        return cls("status", http_status=status, body=body)
+
+    @classmethod
+    def html(cls, status: int = 502) -> Fault:
+        """An HTML error page, as a proxy or load balancer in front of a model sends."""
+        return cls("html", http_status=status)
+
+    @classmethod
+    def drop(cls) -> Fault:
+        """Close the connection without sending any response."""
+        return cls("drop", http_status=0)
+
+    @classmethod
+    def stall(cls, seconds: float = 60.0) -> Fault:
+        """Wait ``seconds`` before answering normally (set it past the client's timeout)."""
+        return cls("stall", http_status=200, seconds=seconds)
+
+    @classmethod
+    def malformed(cls) -> Fault:
+        """HTTP 200 whose body is garbled, not a chat completion."""
+        return cls("malformed", http_status=200)
+
+    @classmethod
+    def stream_cut(cls) -> Fault:
+        """Send part of the answer, then abort the connection (streamed or not)."""
+        return cls("stream_cut", http_status=200)
+
+    @classmethod
+    def llama_cpp_json_schema(cls) -> Fault:
+        """llama.cpp's answer to ``response_format`` of type json_schema: HTTP 500."""
+        return cls("status", http_status=500, body=LLAMA_CPP_JSON_SCHEMA_BODY)
+
+    def html_page(self) -> str:
+        reason = _REASONS.get(self.http_status, "Error")
+        title = f"{self.http_status} {reason}"
+        return (
+            f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n"
+            f"<center><h1>{title}</h1></center>\r\n<hr><center>nginx</center>\r\n"
+            "</body>\r\n</html>\r\n"
+        )
+
+    def error_body(self) -> str:
+        if self.body is not None:
+            return self.body
+        reason = _REASONS.get(self.http_status, "Error")
+        kind = "rate_limit_exceeded" if self.http_status == 429 else "server_error"
+        if 400 <= self.http_status < 500 and self.http_status != 429:
+            kind = "invalid_request_error"
+        message = f"fake server fault: HTTP {self.http_status} {reason}"
+        return json.dumps({"error": {"message": message, "type": kind, "code": self.http_status}})
+
+
+_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    409: "Conflict",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+@dataclass(slots=True)
+class FaultRule:
+    """Give ``fault`` to requests whose step matches ``step`` (an fnmatch glob).
+
+    ``attempts=k`` faults only attempts 1..k of each matching step, so the call succeeds
+    on attempt k+1; ``attempts=None`` faults every attempt. ``probability`` below 1 draws
+    from a generator seeded with ``seed``, so a given request order gives the same faults.
+    """
+
+    fault: Fault
+    step: str = "*"
+    attempts: int | None = None
+    probability: float = 1.0
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.attempts is not None and self.attempts < 0:
+            raise ValueError(f"attempts must be >= 0 or None, got {self.attempts}")
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"probability must be within 0..1, got {self.probability}")
+        self._rng = random.Random(self.seed)
+
+    def applies(self, step: str, attempt: int) -> bool:
+        """Whether this request gets the fault (draws from the generator when it may)."""
+        if not fnmatch.fnmatchcase(step, self.step):
+            return False
+        if self.attempts is not None and attempt > self.attempts:
+            return False
+        return self.probability >= 1.0 or self._rng.random() < self.probability
