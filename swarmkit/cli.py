@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 import threading
@@ -188,6 +187,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_CANCELLED
 
-
-if __name__ == "__main__" and "PYTEST_CURRENT_TEST" not in os.environ:
-    sys.exit(main())
