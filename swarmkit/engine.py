@@ -22,6 +22,7 @@ from .errors import (
     BudgetExceeded,
     PlanError,
     ProviderError,
+    ReplayMiss,
     ResponseFormatUnsupported,
 )
 from .events import (
@@ -71,6 +72,7 @@ class Engine:
         started_at: str | None = None,
         worker_loop: Callable[[WorkerContext, list[dict[str, Any]]], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        recorded_duration: float | None = None,
     ) -> None:
         self.config = config
         self.caller = caller
@@ -83,6 +85,8 @@ class Engine:
         self.worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()
+        # In replay the totals line must show the recorded duration, not the replay's.
+        self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
         self.cancel_reason: str | None = None
         if config.budget_usd is not None:
@@ -154,8 +158,8 @@ class Engine:
                 source="live",
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
-                started=started,
-                latency=self.now() - started,
+                started=started if exc.started is None else exc.started,
+                latency=self.now() - started if exc.latency is None else exc.latency,
                 attempts=exc.attempts,
                 fingerprint=request.fingerprint(),
                 error=str(exc),
@@ -240,6 +244,9 @@ class Engine:
             error = f"BudgetExceeded: {exc}"
         except ProviderError as exc:
             error = f"ProviderError: {exc}"
+        except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
+            self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
         except asyncio.CancelledError:
             status = "cancelled"
             reason = self.cancel_reason or "cancelled"
@@ -260,8 +267,12 @@ class Engine:
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
         return await self._plan(task)
 
-    def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
-        self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
+    def _finish(
+        self, status: Any, answer: str | None, error: str | None, duration: float | None = None
+    ) -> None:
+        if duration is None:
+            duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         cfg = self.config
@@ -320,11 +331,14 @@ class Engine:
         self._hold_for_reducer(task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
-        async with asyncio.TaskGroup() as group:
-            for index, subtask in enumerate(plan, start=1):
-                group.create_task(
-                    run_worker(self, task, index, subtask, len(plan), slots, records)
-                )
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, subtask in enumerate(plan, start=1):
+                    group.create_task(
+                        run_worker(self, task, index, subtask, len(plan), slots, records)
+                    )
+        except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
+            raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
 
     def _reducer_request(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, Usage
-from .errors import BudgetExceeded, ProviderError, SwarmError
+from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from .events import Event, WorkerFinished, WorkerStarted
 from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
 
@@ -115,6 +115,9 @@ async def run_worker(
         finish(status, reason="budget", error=str(exc))
     except ProviderError as exc:
         finish("failed", reason="provider", error=str(exc))
+    except ReplayMiss:  # not a worker failure: the cassette no longer matches the run
+        finish("failed", reason="replay")
+        raise
     except SwarmError as exc:  # ToolError and friends, raised by the tool loop
         finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
     except asyncio.CancelledError:
