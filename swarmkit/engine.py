@@ -23,6 +23,7 @@ from .errors import (
     BudgetExceeded,
     PlanError,
     ProviderError,
+    ReplayMiss,
     ResponseFormatUnsupported,
 )
 from .events import (
@@ -105,6 +106,7 @@ class Engine:
         started_at: str | None = None,
         worker_loop: Callable[[WorkerContext, list[dict[str, Any]]], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        recorded_duration: float | None = None,
     ) -> None:
         self.config = config
         self.caller = caller
@@ -117,6 +119,8 @@ class Engine:
         self.worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()
+        # In replay the totals line must show the recorded duration, not the replay's.
+        self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
         self.cancel_reason: str | None = None
         if config.budget_usd is not None:
@@ -192,8 +196,8 @@ class Engine:
                 source="live",
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
-                started=started,
-                latency=self.now() - started,
+                started=started if exc.started is None else exc.started,
+                latency=self.now() - started if exc.latency is None else exc.latency,
                 attempts=exc.attempts,
                 fingerprint=request.fingerprint(),
                 error=str(exc),
@@ -289,6 +293,9 @@ class Engine:
             error = f"BudgetExceeded: {exc}"
         except ProviderError as exc:
             error = f"ProviderError: {exc}"
+        except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
+            self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
         except asyncio.CancelledError:
             status = "cancelled"
             reason = self.cancel_reason or "cancelled"
@@ -304,8 +311,17 @@ class Engine:
         assert self.run is not None
         return self.run
 
-    def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
-        self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
+    async def plan_only(self, task: str) -> tuple[str, ...]:
+        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
+        self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
+        return await self._plan(task)
+
+    def _finish(
+        self, status: Any, answer: str | None, error: str | None, duration: float | None = None
+    ) -> None:
+        if duration is None:
+            duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         cfg = self.config
@@ -364,11 +380,14 @@ class Engine:
         self._hold_for_reducer(task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
-        async with asyncio.TaskGroup() as group:
-            for index, subtask in enumerate(plan, start=1):
-                group.create_task(
-                    run_worker(self, task, index, subtask, len(plan), slots, records)
-                )
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, subtask in enumerate(plan, start=1):
+                    group.create_task(
+                        run_worker(self, task, index, subtask, len(plan), slots, records)
+                    )
+        except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
+            raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
 
     def _reducer_request(
