@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 import threading
@@ -166,8 +165,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "model": "local",
         "workers": args.workers,
         "concurrency": 1,
-        "max_tokens": 160,
-        "reducer_max_tokens": 256,
+        "max_tokens": 256,
+        "reducer_max_tokens": 512,
         "temperature": 0.2,
         "seed": 7,
         "record": args.out.removesuffix(".ipynb") + ".swarm.json",
@@ -192,6 +191,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_CANCELLED
 
-
-if __name__ == "__main__" and "PYTEST_CURRENT_TEST" not in os.environ:
-    sys.exit(main())
