@@ -105,6 +105,9 @@ class SwarmConfig:
     record: str | None = None
     replay: str | None = None
     history_path: str | None = None
+    history: bool = True
+    # Steps (e.g. "worker-3") that skip the cache lookup: %swarm rerun --worker uses it.
+    refresh: tuple[str, ...] = ()
     prices: tuple[tuple[str, str, str], ...] = ()
 
     def role(self, role: Role) -> RoleConfig:
@@ -121,6 +124,7 @@ class SwarmConfig:
         for role in ROLES:
             data[role]["api_key_env"] = list(self.role(role).api_key_env)
         data["prices"] = [list(p) for p in self.prices]
+        data["refresh"] = list(self.refresh)
         return data
 
     @classmethod
@@ -133,6 +137,7 @@ class SwarmConfig:
         if values.get("budget_usd") is not None:
             values["budget_usd"] = Decimal(values["budget_usd"])
         values["prices"] = tuple(tuple(p) for p in values.get("prices") or ())
+        values["refresh"] = tuple(values.get("refresh") or ())
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -284,7 +289,7 @@ _FLOAT_FIELDS = {
     "call_timeout", "run_timeout", "backoff_base", "backoff_max", "tool_timeout", "rpm",
     "tpm", "start_jitter",
 }
-_BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache"}
+_BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache", "history"}
 
 
 def _coerce_top(name: str, value: Any) -> Any:
@@ -312,6 +317,9 @@ def _coerce_top(name: str, value: Any) -> Any:
                 return False
             raise ConfigError(f"{name} must be true or false, got {value!r}")
         return bool(value)
+    if name == "refresh":
+        steps = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(step).strip() for step in steps if str(step).strip())
     if name == "prices":
         return tuple(tuple(str(x) for x in p) for p in value)
     if isinstance(value, Path):

@@ -12,7 +12,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -23,8 +22,8 @@ from .errors import (
     BudgetExceeded,
     PlanError,
     ProviderError,
+    ReplayMiss,
     ResponseFormatUnsupported,
-    SwarmError,
 )
 from .events import (
     BudgetUpdated,
@@ -36,15 +35,14 @@ from .events import (
     RunFinished,
     RunStarted,
     Sink,
-    WorkerFinished,
-    WorkerStarted,
 )
 from .planner import parse_plan, plan_formats, repair_message
 from .pricing import PriceTable
-from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
+from .records import CallRecord, WorkerRecord
 from .run import Run, RunRecorder
+from .worker import WorkerContext, WorkerTally, run_worker
 
-__all__ = ["Engine", "WorkerContext", "new_run_id"]
+__all__ = ["Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exported for tools
 
 log = logging.getLogger("swarmkit")
 
@@ -52,58 +50,12 @@ log = logging.getLogger("swarmkit")
 _BYTES_PER_TOKEN_ESTIMATE = 4
 # The reducer's answer is shortened down to this when that is what fits the budget.
 _MIN_REDUCER_TOKENS = 64
+# When the cap cannot cover merging every possible output, this share of it is kept back.
+_REDUCER_SHARE = Decimal("0.25")
 
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
-
-
-@dataclass
-class _Tally:
-    """What one worker's calls added up to."""
-
-    calls: list[CallRecord] = field(default_factory=list)
-    tool_calls: int = 0
-
-    def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
-        usage = Usage(requests=0)
-        for call in self.calls:
-            usage = usage.add(call.usage)
-        started = min((c.started for c in self.calls), default=None)
-        ended = max((c.started + c.latency for c in self.calls), default=None)
-        return WorkerRecord(
-            index=index,
-            task=task,
-            status=status,
-            usage=usage,
-            cost_usd=sum_costs([c.cost_usd for c in self.calls]),
-            started=started,
-            latency=0.0 if started is None or ended is None else ended - started,
-            attempts=sum(c.attempts for c in self.calls),
-            calls=len(self.calls),
-            tool_calls=self.tool_calls,
-            cached_calls=sum(1 for c in self.calls if c.source == "cache"),
-            **extra,
-        )
-
-
-@dataclass
-class WorkerContext:
-    """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``."""
-
-    engine: Engine
-    index: int
-    step: str
-    tally: _Tally
-
-    async def call(self, request: ChatRequest) -> CallOutcome:
-        return await self.engine.call("worker", self.step, request, tally=self.tally)
-
-    def emit(self, event: Event) -> None:
-        self.engine.emit(event)
-
-    def now(self) -> float:
-        return self.engine.now()
 
 
 class Engine:
@@ -120,6 +72,7 @@ class Engine:
         started_at: str | None = None,
         worker_loop: Callable[[WorkerContext, list[dict[str, Any]]], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        recorded_duration: float | None = None,
     ) -> None:
         self.config = config
         self.caller = caller
@@ -129,11 +82,13 @@ class Engine:
         self.recorder = RunRecorder()
         self.sinks: list[Sink] = [self.recorder, *sinks]
         self.budget = Budget(config.budget_usd, config.budget_tokens)
-        self._worker_loop = worker_loop
+        self.worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()
+        # In replay the totals line must show the recorded duration, not the replay's.
+        self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
-        self._cancel_reason: str | None = None
+        self.cancel_reason: str | None = None
         if config.budget_usd is not None:
             for role in ROLES:
                 self.prices.require(config.role(role).model)
@@ -158,7 +113,7 @@ class Engine:
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run; finished workers are kept. Call on the engine's loop thread."""
         if self._main is not None and not self._main.done():
-            self._cancel_reason = reason
+            self.cancel_reason = reason
             self._main.cancel()
 
     def _worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
@@ -174,7 +129,7 @@ class Engine:
         step: str,
         request: ChatRequest,
         *,
-        tally: _Tally | None = None,
+        tally: WorkerTally | None = None,
         reservation: Reservation | None = None,
         on_delta: Callable[[str], None] | None = None,
     ) -> CallOutcome:
@@ -203,8 +158,8 @@ class Engine:
                 source="live",
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
-                started=started,
-                latency=self.now() - started,
+                started=started if exc.started is None else exc.started,
+                latency=self.now() - started if exc.latency is None else exc.latency,
                 attempts=exc.attempts,
                 fingerprint=request.fingerprint(),
                 error=str(exc),
@@ -241,7 +196,7 @@ class Engine:
         self._finish_call(record, tally)
         return outcome
 
-    def _finish_call(self, record: CallRecord, tally: _Tally | None) -> None:
+    def _finish_call(self, record: CallRecord, tally: WorkerTally | None) -> None:
         if tally is not None:
             tally.calls.append(record)
         self.emit(CallFinished(record, t=self.now()))
@@ -283,16 +238,20 @@ class Engine:
             records = await self._fan_out(task, plan)
             status, answer, error = await self._reduce(task, plan, records)
         except PlanError as exc:
+            self.emit(PlanReady((), exc.raw, self.now()))  # keep the raw reply in the Run
             error = f"PlanError: {exc}"
         except BudgetExceeded as exc:
             error = f"BudgetExceeded: {exc}"
         except ProviderError as exc:
             error = f"ProviderError: {exc}"
+        except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
+            self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
         except asyncio.CancelledError:
             status = "cancelled"
-            reason = self._cancel_reason or "cancelled"
+            reason = self.cancel_reason or "cancelled"
             error = "run timed out" if reason == "timeout" else f"run {reason}"
-            if self._cancel_reason is None:
+            if self.cancel_reason is None:
                 self._finish(status, answer, error)
                 raise
             self._main.uncancel()  # type: ignore[union-attr]
@@ -303,8 +262,17 @@ class Engine:
         assert self.run is not None
         return self.run
 
-    def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
-        self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
+    async def plan_only(self, task: str) -> tuple[str, ...]:
+        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
+        self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
+        return await self._plan(task)
+
+    def _finish(
+        self, status: Any, answer: str | None, error: str | None, duration: float | None = None
+    ) -> None:
+        if duration is None:
+            duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         cfg = self.config
@@ -335,6 +303,7 @@ class Engine:
         raise PlanError(f"no response_format was accepted by the planner's server: {last_error}")
 
     def _hold_for_reducer(self, task: str, plan: tuple[str, ...]) -> None:
+        """Hold room for the reducer: all of its worst case, or a share of what is left."""
         if not self.budget.capped:
             return
         worker_bytes = self.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
@@ -345,69 +314,32 @@ class Engine:
         tokens += extra_tokens
         if price is not None:
             usd += price.bound(extra_tokens, 0)
-        if not self.budget.hold(usd, tokens):
-            raise BudgetExceeded(
-                f"budget too small: the reducer alone may need ${usd:.6f} / {tokens} tokens; "
-                "raise the budget or lower workers / max_tokens"
-            )
+        if self.budget.hold(usd, tokens):
+            return
+        # Too small for every output: keep a share, and reduce what fits into it later.
+        snap = self.budget.snapshot()
+        share_usd = usd
+        if snap.cap_usd is not None:
+            share_usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
+        share_tokens = tokens
+        if snap.cap_tokens is not None:
+            share_tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
+        if not self.budget.hold(share_usd, share_tokens):
+            raise BudgetExceeded("budget spent before the workers could start; raise the budget")
 
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
         self._hold_for_reducer(task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
-        async with asyncio.TaskGroup() as group:
-            for index, subtask in enumerate(plan, start=1):
-                group.create_task(self._worker(task, index, subtask, len(plan), slots, records))
-        return [records[i] for i in sorted(records)]
-
-    async def _worker(
-        self,
-        task: str,
-        index: int,
-        subtask: str,
-        total: int,
-        slots: asyncio.Semaphore,
-        records: dict[int, WorkerRecord],
-    ) -> None:
-        tally = _Tally()
-        step = f"worker-{index}"
-
-        def finish(status: WorkerStatus, **extra: Any) -> None:
-            record = tally.record(index, subtask, status, **extra)
-            records[index] = record
-            self.emit(WorkerFinished(record, t=self.now()))
-
         try:
-            async with slots:
-                self.emit(WorkerStarted(index, subtask, self.now()))
-                messages: list[dict[str, Any]] = [
-                    {"role": "system", "content": self.config.system_prompt},
-                    {
-                        "role": "user",
-                        "content": f"Overall task: {task}\n\n"
-                        f"Your sub-task ({index} of {total}): {subtask}",
-                    },
-                ]
-                if self._worker_loop is not None:
-                    context = WorkerContext(self, index, step, tally)
-                    output = await self._worker_loop(context, messages)
-                else:
-                    outcome = await self.call("worker", step, self.request("worker", messages),
-                                              tally=tally)
-                    output = outcome.response.content or ""
-        except BudgetExceeded as exc:
-            status: WorkerStatus = "skipped" if not tally.calls else "failed"
-            finish(status, reason="budget", error=str(exc))
-        except ProviderError as exc:
-            finish("failed", reason="provider", error=str(exc))
-        except SwarmError as exc:  # ToolError and friends, raised by the tool loop
-            finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
-        except asyncio.CancelledError:
-            reason = self._cancel_reason or "cancelled"
-            finish("cancelled", reason=None if reason == "cancelled" else reason)
-            raise
-        else:
-            finish("completed", output=output)
+            async with asyncio.TaskGroup() as group:
+                for index, subtask in enumerate(plan, start=1):
+                    group.create_task(
+                        run_worker(self, task, index, subtask, len(plan), slots, records)
+                    )
+        except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
+            raise group.exceptions[0] from None
+        return [records[i] for i in sorted(records)]
 
     def _reducer_request(
         self, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
@@ -429,13 +361,12 @@ class Engine:
         self, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
     ) -> tuple[Any, str | None, str | None]:
         done = [r for r in records if r.status == "completed"]
+        self.budget.release_hold()
         if not done:
-            self.budget.release_hold()
             return "failed", None, f"no worker finished ({len(records)} tried); nothing to reduce"
         inputs = [(r.index, r.task, r.output or "") for r in done]
-        self.emit(ReducerStarted(tuple(r.index for r in done), self.now()))
-        self.budget.release_hold()
-        request, reservation = await self._reserve_reducer(task, inputs)
+        request, reservation, inputs = await self._reserve_reducer(task, inputs)
+        self.emit(ReducerStarted(tuple(index for index, _, _ in inputs), self.now()))
 
         def on_delta(text: str) -> None:
             self.emit(ReducerDelta(text, self.now()))
@@ -443,22 +374,27 @@ class Engine:
         outcome = await self.call(
             "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
         )
-        status = "completed" if len(done) == len(plan) else "partial"
+        status = "completed" if len(inputs) == len(plan) else "partial"
         return status, outcome.response.content or "", None
 
     async def _reserve_reducer(
         self, task: str, inputs: list[tuple[int, str, str]]
-    ) -> tuple[ChatRequest, Reservation | None]:
-        """Reserve for the reducer, shortening its answer if that is what fits the cap."""
+    ) -> tuple[ChatRequest, Reservation | None, list[tuple[int, str, str]]]:
+        """Reserve for the reducer. If the cap is short, shorten its answer first, then
+        give it fewer worker outputs (the reducer's inputs are recorded in the Run)."""
         max_tokens = self.config.reducer.max_tokens
         while True:
             request = self._reducer_request(task, inputs, max_tokens)
             if not self.budget.capped:
-                return request, None
+                return request, None, inputs
             usd, tokens = self._worst_case("reducer", request)
             try:
-                return request, await self.budget.reserve(usd, tokens, what="the reducer")
+                reservation = await self.budget.reserve(usd, tokens, what="the reducer")
+                return request, reservation, inputs
             except BudgetExceeded:
-                if max_tokens <= _MIN_REDUCER_TOKENS:
+                if max_tokens > _MIN_REDUCER_TOKENS:
+                    max_tokens = max(_MIN_REDUCER_TOKENS, max_tokens // 2)
+                elif len(inputs) > 1:
+                    inputs = inputs[: max(1, len(inputs) * 3 // 4)]
+                else:
                     raise
-                max_tokens = max(_MIN_REDUCER_TOKENS, max_tokens // 2)

@@ -71,10 +71,12 @@ def repair_message(max_workers: int) -> dict[str, str]:
 def _candidates(text: str) -> list[str]:
     found = [m.group(1) for m in _FENCE.finditer(text)]
     found.append(text)
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = text.find(opener), text.rfind(closer)
-        if 0 <= start < end:
-            found.append(text[start : end + 1])
+    # A bare list counts only when there is no object: a list inside {"steps": [...]}
+    # is the wrong shape, not a plan.
+    brackets = ("{", "}") if "{" in text else ("[", "]")
+    start, end = text.find(brackets[0]), text.rfind(brackets[1])
+    if 0 <= start < end:
+        found.append(text[start : end + 1])
     return found
 
 

@@ -14,6 +14,7 @@ from .events import (
     CallRetried,
     Event,
     PlanReady,
+    ReducerStarted,
     RunFinished,
     RunStarted,
     ToolCallFinished,
@@ -45,6 +46,7 @@ class Run:
     calls: list[CallRecord] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     retries: list[RetryRecord] = field(default_factory=list)
+    reduced: list[int] = field(default_factory=list)  # workers whose output the reducer got
     answer: str | None = None
     error: str | None = None
     duration: float = 0.0
@@ -130,6 +132,7 @@ class Run:
             "calls": [c.to_dict() for c in self.calls],
             "tool_calls": [t.to_dict() for t in self.tool_calls],
             "retries": [r.to_dict() for r in self.retries],
+            "reduced": list(self.reduced),
             "answer": self.answer,
             "error": self.error,
             "duration": self.duration,
@@ -152,6 +155,7 @@ class Run:
             calls=[CallRecord.from_dict(c) for c in data.get("calls", [])],
             tool_calls=[ToolCallRecord.from_dict(t) for t in data.get("tool_calls", [])],
             retries=[RetryRecord.from_dict(r) for r in data.get("retries", [])],
+            reduced=list(data.get("reduced", [])),
             answer=data.get("answer"),
             error=data.get("error"),
             duration=float(data.get("duration", 0.0)),
@@ -167,6 +171,21 @@ _ROLES = ("planner", "worker", "reducer")
 
 def _worker_index(record: WorkerRecord) -> int:
     return record.index
+
+
+# Calls, retries and tool calls are kept in start order, not in the order they finished:
+# finishing order depends on scheduling, start times are what a replay reproduces, so
+# every table and chart of a replayed run lists them exactly as the recording did.
+def _call_order(record: CallRecord) -> tuple[float, str]:
+    return record.started, record.step
+
+
+def _retry_order(record: RetryRecord) -> tuple[float, str, int]:
+    return record.t, record.step, record.attempt
+
+
+def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
+    return record.started, record.worker, record.hop, record.call_id
 
 
 class RunRecorder:
@@ -186,13 +205,14 @@ class RunRecorder:
             case PlanReady():
                 run.plan, run.plan_raw = list(event.tasks), event.raw
             case CallFinished():
-                run.calls.append(event.call)
+                bisect.insort(run.calls, event.call, key=_call_order)
             case CallRetried():
-                run.retries.append(
-                    RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
-                )
+                retry = RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
+                bisect.insort(run.retries, retry, key=_retry_order)
+            case ReducerStarted():
+                run.reduced = list(event.inputs)
             case ToolCallFinished():
-                run.tool_calls.append(event.tool_call)
+                bisect.insort(run.tool_calls, event.tool_call, key=_tool_order)
             case WorkerFinished():
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case RunFinished():

@@ -1,7 +1,9 @@
-"""Static tables of a Run: per-worker spend, tool calls, totals; as text and as HTML.
+"""Static output of a Run: per-worker spend, tool calls, totals, answer and timeline.
 
-Everything here is a pure function of the Run, so a replayed run renders byte-identical
-output.
+``RunTables.mime_bundle()`` is the one display a finished ``%%swarm`` cell leaves: HTML
+(answer as Markdown, tables, totals, timeline SVG) and a tabulate ``text/plain`` that
+terminal IPython and nbval's text comparison see, plus provenance metadata. Everything
+here is a pure function of the Run, so a replayed run renders byte-identical output.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from tabulate import tabulate
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["RunTables", "format_cost", "format_tokens"]
+__all__ = ["RunTables", "clip", "format_cost", "format_tokens"]
 
 _TASK_WIDTH = 48
 _CELL_WIDTH = 60
+_TASK_HEADER_WIDTH = 200
+# Past this many rows a table scrolls inside the output instead of growing the page.
+_SCROLL_ROWS = 30
+_SCROLL_BOX = '<div style="max-height:420px;overflow:auto">{}</div>'
 
 
 def format_cost(cost: Decimal | None) -> str:
@@ -33,7 +39,8 @@ def format_tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-def _clip(text: str | None, width: int) -> str:
+def clip(text: str | None, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join((text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
@@ -56,7 +63,7 @@ class RunTables:
             calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
             rows.append((
                 w.index,
-                _clip(w.task, _TASK_WIDTH),
+                clip(w.task, _TASK_WIDTH),
                 w.status_label,
                 calls,
                 w.attempts,
@@ -74,9 +81,9 @@ class RunTables:
                 t.worker,
                 t.hop,
                 t.tool,
-                _clip(t.arguments, _CELL_WIDTH),
-                _clip(t.result, _CELL_WIDTH),
-                _clip(t.error, _CELL_WIDTH) or "",
+                clip(t.arguments, _CELL_WIDTH),
+                clip(t.result, _CELL_WIDTH),
+                clip(t.error, _CELL_WIDTH) or "",
                 f"{t.duration:.3f}s",
             )
             for t in self.run.tool_calls
@@ -117,18 +124,55 @@ class RunTables:
         return "\n".join(parts).rstrip() + "\n"
 
     def html(self) -> str:
+        """Totals, answer (Markdown), worker table, tool-call table and timeline."""
+        from .mdhtml import markdown_html
+        from .timeline import timeline_svg
+
         run = self.run
-        parts = ['<div class="swarmkit-run">', f"<p><b>{html.escape(self.totals())}</b></p>"]
+        parts = [
+            '<div class="swarmkit-run">',
+            f"<p><b>{html.escape(self.totals())}</b></p>",
+            f"<p>task: {html.escape(clip(run.task, _TASK_HEADER_WIDTH))}</p>",
+        ]
         if run.error:
             parts.append(f'<p style="color:#b00">error: {html.escape(run.error)}</p>')
-        if run.workers:
-            parts.append(self.worker_table("html"))
-        if run.tool_calls:
-            parts += ["<p><b>tool calls</b></p>", self.tool_table("html")]
         if run.answer is not None:
-            parts.append(
-                '<div class="swarmkit-answer" style="white-space:pre-wrap">'
-                f"{html.escape(run.answer)}</div>"
-            )
+            parts += [
+                "<p><b>answer</b></p>",
+                f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
+            ]
+        if run.workers:
+            parts += [f"<p><b>workers ({len(run.workers)})</b></p>",
+                      _scrolling(self.worker_table("html"), len(run.workers))]
+        if run.tool_calls:
+            parts += [f"<p><b>tool calls ({len(run.tool_calls)})</b></p>",
+                      _scrolling(self.tool_table("html"), len(run.tool_calls))]
+        if run.calls:
+            parts += ["<p><b>timeline</b></p>", timeline_svg(run)]
         parts.append("</div>")
         return "\n".join(parts)
+
+    def metadata(self) -> dict[str, Any]:
+        """Provenance for the display's metadata: no secrets, only key variable names."""
+        from . import __version__
+
+        run = self.run
+        return {
+            "version": __version__,
+            "run_id": run.run_id,
+            "status": run.status,
+            "models": run.models,
+            "parameters": run.config,
+            "usage": {k: ("unknown" if v is None else str(v))
+                      for k, v in run.usage.to_dict().items()},
+            "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
+        }
+
+    def mime_bundle(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
+        data = {"text/html": self.html(), "text/plain": self.text()}
+        return data, {"swarmkit": self.metadata()}
+
+
+def _scrolling(table: str, rows: int) -> str:
+    return _SCROLL_BOX.format(table) if rows > _SCROLL_ROWS else table

@@ -228,13 +228,23 @@ def test_records_headers_body_and_counts(server: FakeServer) -> None:
 
 
 def test_in_flight_and_max_in_flight_under_concurrency() -> None:
+    arrived: list[FakeRequest] = []
+    all_here = asyncio.Event()  # binds to the server's loop on first use
+
+    async def hold_until_all_arrive(req: FakeRequest) -> None:
+        # Each request waits for the others, so the peak is exact whatever the machine load.
+        arrived.append(req)
+        if len(arrived) == 12:
+            all_here.set()
+        await asyncio.wait_for(all_here.wait(), timeout=10)
+
     async def burst(url: str) -> list[int]:
-        async with httpx2.AsyncClient(timeout=10) as client:
+        async with httpx2.AsyncClient(timeout=20) as client:
             payload = {"model": "m", "messages": USER}
             tasks = [client.post(f"{url}/chat/completions", json=payload) for _ in range(12)]
             return [r.status_code for r in await asyncio.gather(*tasks)]
 
-    with FakeServer(latency=0.3) as fake:
+    with FakeServer(handler=hold_until_all_arrive) as fake:
         assert asyncio.run(burst(fake.base_url)) == [200] * 12
         assert fake.max_in_flight == 12
         assert fake.in_flight == 0
@@ -479,18 +489,20 @@ def test_fault_rule_rejects_bad_values() -> None:
 
 
 def test_rpm_limit_per_key_over_a_sliding_window() -> None:
-    with FakeServer(rpm_limit=2, window=0.5) as fake:
-        assert [chat(fake).status_code for _ in range(3)] == [200, 200, 429]
-        refused = chat(fake)
-        assert 0 < float(refused.headers["retry-after"]) <= 0.5
-        other = httpx2.post(
-            f"{fake.base_url}/chat/completions", json={"model": "m", "messages": USER},
-            headers={"Authorization": "Bearer other-key"},
-        )
-        assert other.status_code == 200
+    payload = {"model": "m", "messages": USER}
+    with FakeServer(rpm_limit=2, window=1.0) as fake, httpx2.Client(timeout=5) as client:
+        url = f"{fake.base_url}/chat/completions"
+
+        def send(key: str = "test-key") -> httpx2.Response:
+            return client.post(url, json=payload, headers={"Authorization": f"Bearer {key}"})
+
+        assert [send().status_code for _ in range(3)] == [200, 200, 429]
+        refused = send()
+        assert 0 < float(refused.headers["retry-after"]) <= 1.0
+        assert send("other-key").status_code == 200
         assert fake.rejected_429 == 2
         time.sleep(float(refused.headers["retry-after"]) + 0.05)
-        assert chat(fake).status_code == 200
+        assert send().status_code == 200
 
 
 def test_tpm_limit_counts_prompt_estimate_plus_max_tokens() -> None:

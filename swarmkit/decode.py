@@ -1,0 +1,166 @@
+"""Reading what an OpenAI-compatible server sent: completions, streamed chunks, usage, errors.
+
+It works on the SDK's response objects by attribute (duck typing), so it never imports
+``openai``; :mod:`swarmkit.provider` feeds it. Missing usage is unknown (``None``),
+never zero, because servers such as llama.cpp omit it when streaming.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .calls import ChatResponse, ToolCallRequest, Usage
+
+__all__ = [
+    "StreamAccumulator",
+    "error_message",
+    "first_line",
+    "one_line",
+    "parse_completion",
+    "parse_usage",
+    "response_text",
+    "retry_after_seconds",
+]
+
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def parse_completion(completion: Any) -> ChatResponse | None:
+    """A non-streamed completion as a ChatResponse; None when it has no choices."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        return None
+    choice = choices[0]
+    message = choice.message
+    tool_calls = tuple(
+        ToolCallRequest(id=call.id, name=call.function.name, arguments=call.function.arguments)
+        for call in message.tool_calls or ()
+        if getattr(call, "function", None) is not None
+    )
+    return ChatResponse(
+        content=message.content,
+        usage=parse_usage(getattr(completion, "usage", None)),
+        tool_calls=tool_calls,
+        finish_reason=choice.finish_reason,
+        model=getattr(completion, "model", None),
+    )
+
+
+def parse_usage(usage: Any) -> Usage:
+    """SDK usage -> Usage. Absent usage is unknown (None); an absent detail counts 0."""
+    if usage is None:
+        return Usage(None, None, None, None, requests=1)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+        requests=1,
+    )
+
+
+class StreamAccumulator:
+    """Joins streamed chunks into one ChatResponse: text, tool-call pieces and usage."""
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._usage: Any = None
+        self.model: str | None = None
+        self.finish_reason: str | None = None
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk; returns the text it adds ("" when none)."""
+        self.model = getattr(chunk, "model", None) or self.model
+        self._usage = getattr(chunk, "usage", None) or self._usage
+        text = ""
+        for choice in getattr(chunk, "choices", None) or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                text += delta.content
+            for part in (delta.tool_calls if delta is not None else None) or ():
+                slot = self._calls.setdefault(part.index, {"id": "", "name": "", "args": []})
+                slot["id"] = part.id or slot["id"]
+                if part.function is not None:
+                    slot["name"] = part.function.name or slot["name"]
+                    slot["args"].append(part.function.arguments or "")
+            self.finish_reason = choice.finish_reason or self.finish_reason
+        if text:
+            self._content.append(text)
+        return text
+
+    def response(self) -> ChatResponse:
+        tool_calls = tuple(
+            ToolCallRequest(id=slot["id"], name=slot["name"], arguments="".join(slot["args"]))
+            for _, slot in sorted(self._calls.items())
+        )
+        return ChatResponse(
+            content="".join(self._content) if self._content or not tool_calls else None,
+            usage=parse_usage(self._usage),
+            tool_calls=tool_calls,
+            finish_reason=self.finish_reason,
+            model=self.model,
+        )
+
+
+def response_text(response: Any) -> str:
+    """An HTTP response's body as text, or "" when it cannot be read."""
+    try:
+        return str(response.text)
+    except Exception:  # an unread or undecodable body: nothing to show
+        return ""
+
+
+def error_message(body: object) -> str:
+    """The ``message`` of a JSON error body (the SDK unwraps ``{"error": {...}}``)."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return ""
+
+
+def first_line(text: str) -> str:
+    """The first line with words in it, markup removed (an HTML error page's title)."""
+    for line in text.splitlines():
+        stripped = _TAG.sub(" ", line).strip()
+        if stripped:
+            return stripped
+    return ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with its whitespace collapsed, cut to ``limit`` characters."""
+    flat = _SPACE.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return float(raw_ms) / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,129 @@
+"""One worker: its sub-task, its calls (or tool loop), and the record it leaves.
+
+A worker always ends with a WorkerFinished event and a final status: completed, failed,
+skipped or cancelled, with the reason (budget, provider, tools, interrupt, timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .calls import CallOutcome, ChatRequest, Usage
+from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
+from .events import Event, WorkerFinished, WorkerStarted
+from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = ["WorkerContext", "WorkerTally", "run_worker", "worker_messages"]
+
+
+@dataclass
+class WorkerTally:
+    """What one worker's calls added up to."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+    tool_calls: int = 0
+
+    def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
+        usage = Usage(requests=0)
+        for call in self.calls:
+            usage = usage.add(call.usage)
+        started = min((c.started for c in self.calls), default=None)
+        ended = max((c.started + c.latency for c in self.calls), default=None)
+        return WorkerRecord(
+            index=index,
+            task=task,
+            status=status,
+            usage=usage,
+            cost_usd=sum_costs([c.cost_usd for c in self.calls]),
+            started=started,
+            latency=0.0 if started is None or ended is None else ended - started,
+            attempts=sum(c.attempts for c in self.calls),
+            calls=len(self.calls),
+            tool_calls=self.tool_calls,
+            cached_calls=sum(1 for c in self.calls if c.source == "cache"),
+            **extra,
+        )
+
+
+@dataclass
+class WorkerContext:
+    """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``."""
+
+    engine: Engine
+    index: int
+    step: str
+    tally: WorkerTally
+
+    async def call(self, request: ChatRequest) -> CallOutcome:
+        return await self.engine.call("worker", self.step, request, tally=self.tally)
+
+    def emit(self, event: Event) -> None:
+        self.engine.emit(event)
+
+    def now(self) -> float:
+        return self.engine.now()
+
+
+def worker_messages(
+    system_prompt: str, task: str, index: int, subtask: str, total: int
+) -> list[dict[str, Any]]:
+    """The conversation a worker starts from (the dry-run estimate sizes it too)."""
+    return [
+        {"role": "system", "content": system_prompt},
+        {
+            "role": "user",
+            "content": f"Overall task: {task}\n\nYour sub-task ({index} of {total}): {subtask}",
+        },
+    ]
+
+
+async def run_worker(
+    engine: Engine,
+    task: str,
+    index: int,
+    subtask: str,
+    total: int,
+    slots: asyncio.Semaphore,
+    records: dict[int, WorkerRecord],
+) -> None:
+    tally = WorkerTally()
+    step = f"worker-{index}"
+
+    def finish(status: WorkerStatus, **extra: Any) -> None:
+        record = tally.record(index, subtask, status, **extra)
+        records[index] = record
+        engine.emit(WorkerFinished(record, t=engine.now()))
+
+    try:
+        async with slots:
+            engine.emit(WorkerStarted(index, subtask, engine.now()))
+            messages = worker_messages(engine.config.system_prompt, task, index, subtask, total)
+            if engine.worker_loop is not None:
+                context = WorkerContext(engine, index, step, tally)
+                output = await engine.worker_loop(context, messages)
+            else:
+                request = engine.request("worker", messages)
+                outcome = await engine.call("worker", step, request, tally=tally)
+                output = outcome.response.content or ""
+    except BudgetExceeded as exc:
+        status: WorkerStatus = "skipped" if not tally.calls else "failed"
+        finish(status, reason="budget", error=str(exc))
+    except ProviderError as exc:
+        finish("failed", reason="provider", error=str(exc))
+    except ReplayMiss:  # not a worker failure: the cassette no longer matches the run
+        finish("failed", reason="replay")
+        raise
+    except SwarmError as exc:  # ToolError and friends, raised by the tool loop
+        finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
+    except asyncio.CancelledError:
+        reason = engine.cancel_reason or "cancelled"
+        finish("cancelled", reason=None if reason == "cancelled" else reason)
+        raise
+    else:
+        finish("completed", output=output)
+

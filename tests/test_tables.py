@@ -1,0 +1,93 @@
+"""The static output of a Run: MIME bundle, escaping, unknown cost, provenance, determinism."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+import swarmkit
+from swarmkit.run import Run
+from swarmkit.tables import RunTables
+from swarmkit.testing.synthetic import synthetic_run
+
+
+def test_bundle_has_html_and_plain_text_and_provenance_metadata() -> None:
+    run = synthetic_run(6, tool_every=3, retry_every=2)
+    data, metadata = run.tables().mime_bundle()
+    assert set(data) == {"text/html", "text/plain"}
+    assert data["text/plain"] == run.tables().text()
+    meta = metadata["swarmkit"]
+    assert meta["version"] == swarmkit.__version__
+    assert meta["run_id"] == run.run_id
+    assert meta["models"] == {"planner": "gpt-4.1-mini", "worker": "gpt-4.1-mini",
+                              "reducer": "gpt-4.1-mini"}
+    assert meta["parameters"]["max_workers"] == 6
+    assert meta["cost_usd"] == str(run.cost_usd)
+    assert meta["usage"]["prompt_tokens"] == str(run.usage.prompt_tokens)
+    json.dumps(metadata)  # it must survive into a notebook's output metadata
+
+
+def test_html_holds_answer_tables_totals_and_timeline() -> None:
+    run = synthetic_run(6, tool_every=3)
+    page = run.tables().html()
+    assert "<h4>Answer</h4>" in page and "<b>Qdrant</b>" in page  # Markdown, not raw text
+    assert "<p><b>workers (6)</b></p>" in page
+    assert "<p><b>tool calls (2)</b></p>" in page and "lookup" in page
+    assert run.tables().totals().split(" · ")[0] in page
+    assert page.count("<svg") == 1 and 'class="swarmkit-timeline"' in page
+
+
+def test_tool_table_only_when_there_were_tool_calls() -> None:
+    run = synthetic_run(4)
+    assert "tool calls" not in run.tables().html()
+    assert "tool calls" not in run.tables().text()
+
+
+def test_rendering_is_deterministic_and_survives_json_round_trip() -> None:
+    run = synthetic_run(20, tool_every=3, retry_every=4, fail_every=9, cached_every=5)
+    data, metadata = run.tables().mime_bundle()
+    again = run.tables().mime_bundle()
+    restored = Run.from_json(run.to_json()).tables().mime_bundle()
+    assert again == (data, metadata) == restored
+    assert json.dumps(restored[1], sort_keys=True) == json.dumps(metadata, sort_keys=True)
+
+
+def test_task_answer_and_errors_are_escaped() -> None:
+    run = synthetic_run(3, fail_every=3, tool_every=2)
+    run.task = "Explain <script>alert('task')</script>"
+    run.answer = "Use <script>alert('answer')</script> **carefully**"
+    run.error = "<img src=x onerror=alert(1)>"
+    run.workers = [replace(w, task="<b onclick=x>sub</b>") for w in run.workers]
+    page = run.tables().html()
+    assert "<script>" not in page and "<img" not in page and "<b onclick" not in page
+    assert "&lt;script&gt;alert(&#x27;task&#x27;)" in page
+    assert "&lt;script&gt;alert(&#x27;answer&#x27;)&lt;/script&gt; <b>carefully</b>" in page
+
+
+def test_unknown_cost_shows_unknown_never_zero() -> None:
+    run = synthetic_run(3, unknown_cost=True)
+    assert run.cost_usd is None
+    data, metadata = run.tables().mime_bundle()
+    assert "cost unknown" in data["text/plain"]
+    assert "cost unknown" in data["text/html"]
+    assert metadata["swarmkit"]["cost_usd"] == "unknown"
+    rows = RunTables(run).worker_rows()
+    assert all(row[7] == "unknown" for row in rows)
+
+
+def test_metadata_holds_key_variable_names_not_key_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-value-123")
+    data, metadata = synthetic_run(2).tables().mime_bundle()
+    dumped = json.dumps(metadata) + data["text/html"] + data["text/plain"]
+    assert "sk-test-secret-value-123" not in dumped
+    assert metadata["swarmkit"]["parameters"]["worker"]["api_key_env"] == ["OPENAI_API_KEY"]
+
+
+def test_many_workers_scroll_inside_the_output() -> None:
+    page = synthetic_run(100, concurrency=20).tables().html()
+    assert 'overflow:auto' in page
+    assert page.count("<tr>") >= 101  # every worker is still in the static table
