@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from .loop import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
-from .mcp import MCPRegistry, MCPServer, MCPServerState, mcp_registry, parse_mcp_command
-from .tool import (
+from .definition import (
     TOOL_NAME_PATTERN,
     Tool,
     ToolArgumentsError,
@@ -14,6 +12,9 @@ from .tool import (
     render_result,
     tool,
 )
+from .loop import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
+from .mcp import MCPServer, MCPServerState, parse_mcp_command
+from .registry import MCPRegistry, mcp_registry
 
 __all__ = [
     "FINAL_ANSWER_PROMPT",

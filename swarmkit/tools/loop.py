@@ -13,7 +13,7 @@ import asyncio
 import logging
 import shlex
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from ..calls import ChatResponse, ToolCallRequest, ToolKey, ToolOutcome, canonic
 from ..errors import ConfigError, MCPError, ToolError
 from ..events import ToolCallFinished
 from ..records import ToolCallRecord
-from .tool import Tool, ToolArgumentsError, parse_arguments, render_result, tool
+from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
 
 if TYPE_CHECKING:
     from ..engine import WorkerContext
@@ -68,7 +68,7 @@ async def build_worker_loop(
     """
     chosen: list[Tool | Callable[..., Any]] = list(tools or ())
     if mcp_servers:
-        from .mcp import mcp_registry
+        from .registry import mcp_registry
 
         registry = mcp_registry()
         for name, command in mcp_servers.items():
@@ -176,55 +176,34 @@ class ToolLoop:
         seen: Counter[tuple[int, str, str]],
     ) -> _Prepared:
         found = self.tools.get(call.name)
-        if found is None:
-            names = ", ".join(self.tools) or "none"
-            return _Prepared(call, position, rejection=(
-                f"ToolError: unknown tool {call.name!r}; available tools: {names}"
-            ))
+        arguments: dict[str, Any] | None = None
+        rejection: str | None = None
         try:
             parsed = parse_arguments(call.arguments)
-            arguments = found.validate(parsed)
+            canonical = canonical_json(parsed)
         except ToolArgumentsError as exc:
-            return _Prepared(call, position, rejection=f"ToolError: {exc}")
-        canonical = canonical_json(parsed)
+            parsed, canonical, rejection = None, call.arguments, f"ToolError: {exc}"
+        if found is None:
+            names = ", ".join(self.tools) or "none"
+            rejection = f"ToolError: unknown tool {call.name!r}; available tools: {names}"
+        elif parsed is not None:
+            try:
+                arguments = found.validate(parsed)
+            except ToolArgumentsError as exc:
+                rejection = f"ToolError: {exc}"
+        # Rejected calls are keyed and recorded too, so a replay shows them as they were.
         occurrence = seen[(hop, call.name, canonical)]
         seen[(hop, call.name, canonical)] += 1
         key = ToolKey(context.step, hop, call.name, canonical, occurrence)
+        if rejection is not None:
+            return _Prepared(call, position, key=key, rejection=rejection)
         return _Prepared(call, position, found, arguments, key)
 
     async def _run(
         self, context: WorkerContext, hop: int, item: _Prepared, errors: list[str]
     ) -> dict[str, Any]:
-        config = context.engine.config
-        limit = config.max_tool_result_chars
-        if item.rejection is not None:
-            source = "replay" if config.replay else "live"
-            outcome = ToolOutcome(None, render_result(item.rejection, limit), 0.0, source,
-                                  context.now())
-        else:
-            assert item.tool is not None and item.arguments is not None and item.key is not None
-            found, arguments = item.tool, item.arguments
-            request_id = f"swarmkit-{context.engine.run_id}-{context.step}-h{hop}-{item.position}"
-            timeout = found.timeout if found.timeout is not None else config.tool_timeout
-
-            async def execute() -> ToolOutcome:
-                started = context.now()
-                result = error = None
-                deadline = asyncio.timeout(timeout)
-                try:
-                    async with deadline:
-                        value = await found.run(arguments, request_id)
-                    result = render_result(value, limit)
-                except TimeoutError as exc:
-                    error = (f"ToolError: {found.name} timed out after {timeout:g}s"
-                             if deadline.expired() else describe_error(exc))
-                except Exception as exc:
-                    error = describe_error(exc)
-                if error is not None:
-                    error = render_result(error, limit)
-                return ToolOutcome(result, error, context.now() - started, "live", started)
-
-            outcome = await context.engine.caller.tool(item.key, execute)
+        assert item.key is not None
+        outcome = await context.engine.caller.tool(item.key, self._executor(context, hop, item))
         record = ToolCallRecord(
             worker=context.index,
             hop=hop,
@@ -243,6 +222,44 @@ class ToolLoop:
             errors.append(outcome.error)
         content = outcome.error if outcome.error is not None else outcome.result
         return {"role": "tool", "tool_call_id": item.call.id, "content": content or ""}
+
+    def _executor(
+        self, context: WorkerContext, hop: int, item: _Prepared
+    ) -> Callable[[], Awaitable[ToolOutcome]]:
+        """What runs the call when the caller decides it runs (never in replay)."""
+        config = context.engine.config
+        limit = config.max_tool_result_chars
+        rejection = item.rejection
+        if rejection is not None:
+
+            async def reject() -> ToolOutcome:
+                return ToolOutcome(None, render_result(rejection, limit), 0.0, "live",
+                                   context.now())
+
+            return reject
+        assert item.tool is not None and item.arguments is not None
+        found, arguments = item.tool, item.arguments
+        request_id = f"swarmkit-{context.engine.run_id}-{context.step}-h{hop}-{item.position}"
+        timeout = found.timeout if found.timeout is not None else config.tool_timeout
+
+        async def execute() -> ToolOutcome:
+            started = context.now()
+            result = error = None
+            deadline = asyncio.timeout(timeout)
+            try:
+                async with deadline:
+                    value = await found.run(arguments, request_id)
+                result = render_result(value, limit)
+            except TimeoutError as exc:
+                error = (f"ToolError: {found.name} timed out after {timeout:g}s"
+                         if deadline.expired() else describe_error(exc))
+            except Exception as exc:
+                error = describe_error(exc)
+            if error is not None:
+                error = render_result(error, limit)
+            return ToolOutcome(result, error, context.now() - started, "live", started)
+
+        return execute
 
 
 def _tools_failure(message: str) -> ToolError:

@@ -5,7 +5,7 @@ a server starts. anyio binds an MCP session to the task that opened it, so each
 :class:`MCPServer` keeps one long-lived task on the swarmkit background loop that holds
 the ``stdio_client`` and ``ClientSession`` contexts; calls from any other loop or thread
 are bridged onto that loop. Servers live for the session (a Jupyter kernel) in the
-:func:`mcp_registry` and are stopped at interpreter exit.
+registry (``swarmkit.tools.registry``) and are stopped at interpreter exit.
 
 JSON-RPC ids: each ``tools/call`` is sent under an id derived from the run, the worker
 step, the hop and the call's position in the turn (``swarmkit-<run>-worker-2-h1-0``),
@@ -16,28 +16,20 @@ call carries the same id and a server or relay can deduplicate it.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import contextvars
 import functools
 import logging
 import re
 import tempfile
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO, Any, Literal, TypeVar
 
 from ..errors import ConfigError, MCPError, ToolError
 from ..loop import BackgroundLoop, background_loop
-from .tool import Tool, ToolArgumentsError
+from .definition import Tool, ToolArgumentsError
 
-__all__ = [
-    "MCPRegistry",
-    "MCPServer",
-    "MCPServerState",
-    "mcp_registry",
-    "parse_mcp_command",
-]
+__all__ = ["MCPServer", "MCPServerState", "parse_mcp_command"]
 
 log = logging.getLogger("swarmkit")
 
@@ -382,83 +374,3 @@ def _schema_validator(
         return arguments
 
     return validate
-
-
-class MCPRegistry:
-    """The session's MCP servers by name (one per kernel / process)."""
-
-    def __init__(self, bridge: BackgroundLoop | None = None) -> None:
-        self._bridge = bridge
-        self._servers: dict[str, MCPServer] = {}
-        self._lock = threading.Lock()
-
-    def __iter__(self) -> Any:
-        with self._lock:
-            return iter(list(self._servers.values()))
-
-    def __len__(self) -> int:
-        return len(self._servers)
-
-    def get(self, name: str) -> MCPServer | None:
-        return self._servers.get(name)
-
-    def tools(self) -> list[Tool]:
-        """The tools of every running server."""
-        return [tool for server in self if server.running for tool in server.tools]
-
-    async def add(
-        self, name: str, command: Sequence[str], *, env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> MCPServer:
-        """Start a server under ``name`` (replacing one of that name); MCPError if it fails.
-
-        A running server with the same command is reused as is.
-        """
-        existing = self._servers.get(name)
-        if existing is not None:
-            if existing.running and existing.command == tuple(command) and existing.env == env:
-                return existing
-            await self.remove(name)
-        server = MCPServer(name, command, env=env, cwd=cwd, bridge=self._bridge)
-        await server.start()
-        with self._lock:
-            self._servers[name] = server
-        return server
-
-    def add_sync(self, name: str, command: Sequence[str], **options: Any) -> MCPServer:
-        bridge = self._bridge or background_loop()
-        return bridge.wait(bridge.submit(self.add(name, command, **options)))
-
-    async def remove(self, name: str) -> None:
-        with self._lock:
-            server = self._servers.pop(name, None)
-        if server is None:
-            raise MCPError(f"no MCP server named {name!r}; `%swarm mcp list` shows them")
-        await server.stop()
-
-    def remove_sync(self, name: str) -> None:
-        bridge = self._bridge or background_loop()
-        bridge.wait(bridge.submit(self.remove(name)))
-
-    def stop_all(self) -> None:
-        """Stop every server (at interpreter exit)."""
-        with self._lock:
-            servers = list(self._servers.values())
-            self._servers.clear()
-        for server in servers:
-            server.stop_sync()
-
-
-_registry_lock = threading.Lock()
-_registry: MCPRegistry | None = None
-
-
-def mcp_registry() -> MCPRegistry:
-    """The process-wide registry; its servers are stopped at interpreter exit."""
-    global _registry
-    with _registry_lock:
-        if _registry is None:
-            background_loop()  # created first, so its own atexit stop runs after ours
-            _registry = MCPRegistry()
-            atexit.register(_registry.stop_all)
-        return _registry

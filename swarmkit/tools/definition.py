@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import re
+import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -119,14 +120,22 @@ def tool(
     raises ConfigError naming the parameter.
     """
 
-    def build(fn: Callable[..., Any]) -> Tool:
-        return _from_function(fn, name=name, description=description, timeout=timeout)
+    def build(fn: Callable[..., Any], depth: int = 1) -> Tool:
+        # The defining scope's locals, so string hints naming local classes resolve.
+        scope = sys._getframe(depth).f_locals
+        return _from_function(fn, name=name, description=description, timeout=timeout,
+                              scope=scope)
 
-    return build if function is None else build(function)
+    return build if function is None else build(function, depth=2)
 
 
 def _from_function(
-    fn: Callable[..., Any], *, name: str | None, description: str | None, timeout: float | None
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    scope: Mapping[str, Any],
 ) -> Tool:
     if isinstance(fn, Tool):
         fn = fn.function
@@ -134,7 +143,7 @@ def _from_function(
         raise ConfigError(f"@tool needs a function, got {type(fn).__name__}")
     tool_name = check_tool_name(name if name is not None else getattr(fn, "__name__", ""))
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
-    model = _arguments_model(fn, tool_name, param_docs)
+    model = _arguments_model(fn, tool_name, param_docs, scope)
     schema = model.model_json_schema()
     schema.pop("title", None)
     return Tool(
@@ -148,14 +157,15 @@ def _from_function(
 
 
 def _arguments_model(
-    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str]
+    fn: Callable[..., Any], tool_name: str, param_docs: Mapping[str, str],
+    scope: Mapping[str, Any],
 ) -> type[pydantic.BaseModel]:
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"tool {tool_name!r}: cannot read the signature: {exc}") from None
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = typing.get_type_hints(fn, localns=dict(scope), include_extras=True)
     except Exception as exc:
         raise ConfigError(
             f"tool {tool_name!r}: a type hint cannot be resolved ({exc}); "
