@@ -158,7 +158,11 @@ class SwarmConfig:
         return config.with_options(**options)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SwarmConfig:
+    def from_env(
+        cls, env: Mapping[str, str], defaults: Mapping[str, Any] | None = None
+    ) -> SwarmConfig:
+        """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
+        on) < ``SWARMKIT_*`` variables."""
         mapping = {
             "SWARMKIT_MODEL": "model",
             "SWARMKIT_BASE_URL": "base_url",
@@ -167,9 +171,10 @@ class SwarmConfig:
             "SWARMKIT_CONCURRENCY": "concurrency",
             "SWARMKIT_WORKERS": "workers",
             "SWARMKIT_HISTORY": "history_path",
+            "SWARMKIT_CACHE": "cache",
         }
         options = {opt: env[var] for var, opt in mapping.items() if env.get(var)}
-        return cls().with_options(**options)
+        return cls().with_options(**{**(defaults or {}), **options})
 
     def with_options(self, **options: Any) -> SwarmConfig:
         """A copy with public option names applied; ``None`` values are ignored."""

@@ -229,7 +229,9 @@ def test_background_run_updates_its_output_when_it_ends(
         assert update is not None
         assert "4 workers (4 completed)" in update["content"]["data"]["text/plain"]
         assert "swarmkit" in update["content"]["metadata"]
-        reply, printed = execute(client, "print(_swarm is r, r.status, _swarm_handle.done())")
+        reply, printed = execute(client, (
+            "_swarm_handle.result()\nprint(_swarm is r, r.status, _swarm_handle.done())"
+        ))
         assert printed.strip() == "True completed True"
 
 

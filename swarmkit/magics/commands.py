@@ -57,6 +57,15 @@ COMMANDS: dict[str, Command] = {
                     "swarmkit.magics.commands:last_command"),
     "cancel": Command("cancel", "stop the running --background swarms",
                       "swarmkit.magics.commands:cancel_command"),
+    "history": Command("history [N]", "list the N most recent runs (default 10)",
+                       "swarmkit.magics.history:history_command"),
+    "show": Command("show RUN", "show a past run's tables (a run id prefix is enough)",
+                    "swarmkit.magics.history:show_command"),
+    "rerun": Command("rerun RUN --worker K [--out NAME]",
+                     "re-run worker K of a past run and its reducer; the rest is cached",
+                     "swarmkit.magics.history:rerun_command"),
+    "diff": Command("diff RUN_A RUN_B", "plan, per-worker cost and answers side by side",
+                    "swarmkit.magics.history:diff_command"),
 }
 
 
@@ -133,7 +142,9 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
             else:
                 options[key] = value
     try:
-        config = SwarmConfig.from_env(os.environ).with_options(**options)
+        from .options import NOTEBOOK_DEFAULTS
+
+        config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
     except ConfigError as exc:
         raise UsageError(f"%swarm config: {exc}") from None
     magics.session_options = options

@@ -21,7 +21,7 @@ from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
 from .interpolate import interpolate
-from .options import SwarmArgs, build_parser, parse_line
+from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, parse_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -84,7 +84,8 @@ class SwarmMagics(Magics):
         from ..errors import ConfigError
 
         try:
-            base = SwarmConfig.from_env(os.environ).with_options(**self.session_options)
+            base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
+            base = base.with_options(**self.session_options)
             return base.with_options(**options)
         except ConfigError as exc:
             raise usage_error(exc) from None

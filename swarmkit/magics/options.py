@@ -19,7 +19,10 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-__all__ = ["FLAGS", "Flag", "SwarmArgs", "build_parser", "parse_line"]
+__all__ = ["FLAGS", "NOTEBOOK_DEFAULTS", "Flag", "SwarmArgs", "build_parser", "parse_line"]
+
+# A notebook session caches by default: re-running an edited cell pays only for what changed.
+NOTEBOOK_DEFAULTS: dict[str, Any] = {"cache": True}
 
 Target = Literal["config", "engine", "magic"]
 # resolve(raw_value, user_namespace) -> the value handed on; raise UsageError on bad input.
@@ -76,6 +79,12 @@ FLAGS: list[Flag] = [
     # prompts
     Flag("--system", "system prompt of the workers", option="system_prompt", metavar="TEXT"),
     Flag("--reducer-prompt", "system prompt of the reducer", metavar="TEXT"),
+    # the call store
+    Flag("--record", "write the run's calls to this cassette (JSON)", metavar="FILE"),
+    Flag("--replay", "replay the run from this cassette: no network, the same output",
+         metavar="FILE"),
+    Flag("--no-cache", "ask the model even where an identical request was answered before",
+         option="cache", switch=True, const=False),
     # what the magic does with the run
     Flag("--out", "also store the Run in this variable (the last run is always in _swarm)",
          target="magic", metavar="NAME"),
