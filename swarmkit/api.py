@@ -74,15 +74,42 @@ async def create_engine(
     env: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Engine:
-    """Build an Engine ready to ``execute``; starts the local model server if needed."""
+    """Build an Engine ready to ``execute``; starts the local model server if needed.
+
+    Without ``caller`` the engine gets a :class:`~swarmkit.store.CallStore` built from
+    the config: ``cache`` (off by default here, on in a notebook session), ``record``,
+    ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
+
+    ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
+    ...]}`` give the workers a tool loop (``swarmkit.tools``).
+    """
     env = os.environ if env is None else env
+    tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     config = SwarmConfig.from_options(config, env=env, **options)
-    config = await asyncio.to_thread(resolve_models, config, env)
-    if caller is None:
+    from .tools import build_worker_loop
+
+    worker_loop = await build_worker_loop(tools, mcp_servers)
+    if caller is not None:
+        config = await asyncio.to_thread(resolve_models, config, env)
+        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop)
+    from .store import CallStore, Cassette
+
+    cassette = None
+    if config.replay:
+        cassette = await asyncio.to_thread(Cassette.load, config.replay)
+        config = cassette.resolve_config(config)
+    else:
+        config = await asyncio.to_thread(resolve_models, config, env)
+    store_config = config
+
+    def provider() -> Any:
         from .provider import OpenAIProvider
 
-        caller = LiveCaller(OpenAIProvider(config, env=env))
-    return Engine(config, caller=caller, sinks=sinks)
+        return OpenAIProvider(store_config, env=env)
+
+    store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
+    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], worker_loop=worker_loop,
+                  **store.engine_options())
 
 
 async def run(
@@ -93,7 +120,14 @@ async def run(
     env: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Run:
-    """Run a planner → workers → reducer swarm and return its Run."""
+    """Run a planner → workers → reducer swarm and return its Run.
+
+    Every run is kept in the history database (``history_path``, default
+    ``.swarmkit/history.db``; ``history=False`` turns it off). ``cache=True`` serves
+    identical requests from that database at $0 (off by default from Python; the
+    ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
+    ``replay="run.swarm.json"`` replays one with no network at all.
+    """
     engine = await create_engine(config=config, sinks=sinks, env=env, **options)
     try:
         return await engine.execute(task)

@@ -95,16 +95,21 @@ class SwarmConfig:
     max_tool_errors: int = 3
     max_tool_result_chars: int = 8000
     tool_timeout: float = 30.0
-    # rate limits (per base URL)
+    # rate limits: rpm/tpm per key at each base URL, counted over rate_window seconds
     rpm: float | None = None
     tpm: float | None = None
+    rate_window: float = 60.0
     adaptive_concurrency: bool = True
-    start_jitter: float = 0.25
+    # None: spread the first wave over 0.25 s only when rpm/tpm are set (limits.start_delay)
+    start_jitter: float | None = None
     # call store
     cache: bool = False
     record: str | None = None
     replay: str | None = None
     history_path: str | None = None
+    history: bool = True
+    # Steps (e.g. "worker-3") that skip the cache lookup: %swarm rerun --worker uses it.
+    refresh: tuple[str, ...] = ()
     prices: tuple[tuple[str, str, str], ...] = ()
 
     def role(self, role: Role) -> RoleConfig:
@@ -121,6 +126,7 @@ class SwarmConfig:
         for role in ROLES:
             data[role]["api_key_env"] = list(self.role(role).api_key_env)
         data["prices"] = [list(p) for p in self.prices]
+        data["refresh"] = list(self.refresh)
         return data
 
     @classmethod
@@ -133,6 +139,7 @@ class SwarmConfig:
         if values.get("budget_usd") is not None:
             values["budget_usd"] = Decimal(values["budget_usd"])
         values["prices"] = tuple(tuple(p) for p in values.get("prices") or ())
+        values["refresh"] = tuple(values.get("refresh") or ())
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -153,7 +160,11 @@ class SwarmConfig:
         return config.with_options(**options)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> SwarmConfig:
+    def from_env(
+        cls, env: Mapping[str, str], defaults: Mapping[str, Any] | None = None
+    ) -> SwarmConfig:
+        """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
+        on) < ``SWARMKIT_*`` variables."""
         mapping = {
             "SWARMKIT_MODEL": "model",
             "SWARMKIT_BASE_URL": "base_url",
@@ -162,9 +173,10 @@ class SwarmConfig:
             "SWARMKIT_CONCURRENCY": "concurrency",
             "SWARMKIT_WORKERS": "workers",
             "SWARMKIT_HISTORY": "history_path",
+            "SWARMKIT_CACHE": "cache",
         }
         options = {opt: env[var] for var, opt in mapping.items() if env.get(var)}
-        return cls().with_options(**options)
+        return cls().with_options(**{**(defaults or {}), **options})
 
     def with_options(self, **options: Any) -> SwarmConfig:
         """A copy with public option names applied; ``None`` values are ignored."""
@@ -218,6 +230,12 @@ class SwarmConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name} must be positive, got {value}")
+        if self.rate_window <= 0:
+            raise ConfigError(f"rate_window must be positive seconds, got {self.rate_window}")
+        if self.start_jitter is not None and not 0 <= self.start_jitter <= 0.25:
+            raise ConfigError(
+                f"start_jitter must be between 0 and 0.25 seconds, got {self.start_jitter}"
+            )
         if self.max_tool_hops < 0 or self.tool_concurrency < 1 or self.max_tool_errors < 1:
             raise ConfigError("tool limits must be positive (max_tool_hops may be 0)")
 
@@ -282,9 +300,9 @@ _INT_FIELDS = {
 }
 _FLOAT_FIELDS = {
     "call_timeout", "run_timeout", "backoff_base", "backoff_max", "tool_timeout", "rpm",
-    "tpm", "start_jitter",
+    "tpm", "start_jitter", "rate_window",
 }
-_BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache"}
+_BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache", "history"}
 
 
 def _coerce_top(name: str, value: Any) -> Any:
@@ -312,6 +330,9 @@ def _coerce_top(name: str, value: Any) -> Any:
                 return False
             raise ConfigError(f"{name} must be true or false, got {value!r}")
         return bool(value)
+    if name == "refresh":
+        steps = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(step).strip() for step in steps if str(step).strip())
     if name == "prices":
         return tuple(tuple(str(x) for x in p) for p in value)
     if isinstance(value, Path):

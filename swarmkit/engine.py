@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -22,11 +23,13 @@ from .errors import (
     BudgetExceeded,
     PlanError,
     ProviderError,
+    ReplayMiss,
     ResponseFormatUnsupported,
 )
 from .events import (
     BudgetUpdated,
     CallFinished,
+    CallStarted,
     Event,
     PlanReady,
     ReducerDelta,
@@ -35,6 +38,7 @@ from .events import (
     RunStarted,
     Sink,
 )
+from .limits import worst_case_tokens
 from .planner import parse_plan, plan_formats, repair_message
 from .pricing import PriceTable
 from .records import CallRecord, WorkerRecord
@@ -57,6 +61,38 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+class _Attempts:
+    """Follows one logical call's attempts through the CallStarted events its caller emits.
+
+    Streamed text is tagged with its attempt, so a sink can drop the text of a stream
+    that was cut off and retried; a cancelled call knows how many requests it had sent.
+    """
+
+    __slots__ = ("_emit", "_on_delta", "count")
+
+    def __init__(
+        self, emit: Callable[[Event], None], on_delta: Callable[[str, int], None] | None
+    ) -> None:
+        self._emit, self._on_delta, self.count = emit, on_delta, 0
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, CallStarted):
+            self.count = event.attempt
+        self._emit(event)
+
+    def deliver(self, text: str) -> None:
+        assert self._on_delta is not None
+        self._on_delta(text, max(self.count, 1))
+
+
+def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
+    labels = Counter(r.status_label for r in records)
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
+    budget = any(r.reason == "budget" for r in records)
+    hint = "raise the budget or lower max_tokens" if budget else "see the workers' errors"
+    return f"no worker finished ({counts}); nothing to reduce; {hint}"
+
+
 class Engine:
     """Runs one swarm. Create one per run; call :meth:`execute` once."""
 
@@ -71,6 +107,7 @@ class Engine:
         started_at: str | None = None,
         worker_loop: Callable[[WorkerContext, list[dict[str, Any]]], Any] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        recorded_duration: float | None = None,
     ) -> None:
         self.config = config
         self.caller = caller
@@ -83,6 +120,8 @@ class Engine:
         self.worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()
+        # In replay the totals line must show the recorded duration, not the replay's.
+        self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
         self.cancel_reason: str | None = None
         if config.budget_usd is not None:
@@ -113,11 +152,11 @@ class Engine:
             self._main.cancel()
 
     def _worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
+        tokens = worst_case_tokens(request, self.config.role(role))
         prompt = request.prompt_token_bound()
-        completion = request.max_tokens or self.config.role(role).max_tokens
         price = self.prices.lookup(request.model)
-        usd = price.bound(prompt, completion) if price is not None else Decimal(0)
-        return usd, prompt + completion
+        usd = price.bound(prompt, tokens - prompt) if price is not None else Decimal(0)
+        return usd, tokens
 
     async def call(
         self,
@@ -127,22 +166,26 @@ class Engine:
         *,
         tally: WorkerTally | None = None,
         reservation: Reservation | None = None,
-        on_delta: Callable[[str], None] | None = None,
+        on_delta: Callable[[str, int], None] | None = None,
     ) -> CallOutcome:
-        """One model call under the budget. Raises BudgetExceeded or ProviderError."""
+        """One model call under the budget. Raises BudgetExceeded or ProviderError.
+
+        ``on_delta(text, attempt)`` receives streamed text with the attempt it belongs to.
+        """
         if reservation is None and self.budget.capped:
             usd, tokens = self._worst_case(role, request)
             reservation = await self.budget.reserve(usd, tokens, what=step)
         started = self.now()
+        attempts = _Attempts(self.emit, on_delta)
         try:
             outcome = await self.caller.complete(
                 request,
                 role=self.config.role(role),
                 run_id=self.run_id,
                 step=step,
-                emit=self.emit,
+                emit=attempts.emit,
                 clock=self.now,
-                on_delta=on_delta,
+                on_delta=None if on_delta is None else attempts.deliver,
             )
         except ProviderError as exc:
             if reservation is not None:
@@ -154,8 +197,8 @@ class Engine:
                 source="live",
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
-                started=started,
-                latency=self.now() - started,
+                started=started if exc.started is None else exc.started,
+                latency=self.now() - started if exc.latency is None else exc.latency,
                 attempts=exc.attempts,
                 fingerprint=request.fingerprint(),
                 error=str(exc),
@@ -163,9 +206,20 @@ class Engine:
             )
             self._finish_call(record, tally)
             raise
-        except BaseException:
+        except BaseException as exc:
             if reservation is not None:
                 self.budget.release(reservation)
+            if isinstance(exc, asyncio.CancelledError) and attempts.count:
+                # Requests were sent: keep them in the Run, unbilled, like failed calls.
+                reason = self.cancel_reason
+                record = CallRecord(
+                    step=step, role=role, model=request.model, source="live",
+                    usage=Usage(requests=attempts.count), cost_usd=Decimal(0),
+                    started=started, latency=self.now() - started, attempts=attempts.count,
+                    fingerprint=request.fingerprint(),
+                    error=f"cancelled ({reason})" if reason else "cancelled",
+                )
+                self._finish_call(record, tally)
             raise
         usage = outcome.response.usage
         if outcome.cost_recorded:
@@ -240,6 +294,9 @@ class Engine:
             error = f"BudgetExceeded: {exc}"
         except ProviderError as exc:
             error = f"ProviderError: {exc}"
+        except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
+            self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
         except asyncio.CancelledError:
             status = "cancelled"
             reason = self.cancel_reason or "cancelled"
@@ -255,8 +312,17 @@ class Engine:
         assert self.run is not None
         return self.run
 
-    def _finish(self, status: Any, answer: str | None, error: str | None) -> None:
-        self.emit(RunFinished(status, answer, error, duration=self.now(), t=self.now()))
+    async def plan_only(self, task: str) -> tuple[str, ...]:
+        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
+        self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
+        return await self._plan(task)
+
+    def _finish(
+        self, status: Any, answer: str | None, error: str | None, duration: float | None = None
+    ) -> None:
+        if duration is None:
+            duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         cfg = self.config
@@ -315,11 +381,14 @@ class Engine:
         self._hold_for_reducer(task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
-        async with asyncio.TaskGroup() as group:
-            for index, subtask in enumerate(plan, start=1):
-                group.create_task(
-                    run_worker(self, task, index, subtask, len(plan), slots, records)
-                )
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, subtask in enumerate(plan, start=1):
+                    group.create_task(
+                        run_worker(self, task, index, subtask, len(plan), slots, records)
+                    )
+        except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
+            raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
 
     def _reducer_request(
@@ -344,13 +413,13 @@ class Engine:
         done = [r for r in records if r.status == "completed"]
         self.budget.release_hold()
         if not done:
-            return "failed", None, f"no worker finished ({len(records)} tried); nothing to reduce"
+            return "failed", None, _nothing_to_reduce(records)
         inputs = [(r.index, r.task, r.output or "") for r in done]
         request, reservation, inputs = await self._reserve_reducer(task, inputs)
         self.emit(ReducerStarted(tuple(index for index, _, _ in inputs), self.now()))
 
-        def on_delta(text: str) -> None:
-            self.emit(ReducerDelta(text, self.now()))
+        def on_delta(text: str, attempt: int) -> None:
+            self.emit(ReducerDelta(text, self.now(), attempt))
 
         outcome = await self.call(
             "reducer", "reducer", request, reservation=reservation, on_delta=on_delta

@@ -61,12 +61,17 @@ class ProviderError(SwarmError):
         retryable: bool = False,
         retry_after: float | None = None,
         attempts: int = 1,
+        started: float | None = None,
+        latency: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
         self.attempts = attempts
+        # Set only by replay: the recorded timing, so a replayed failure shows the same row.
+        self.started = started
+        self.latency = latency
 
 
 class ResponseFormatUnsupported(ProviderError):

@@ -25,6 +25,8 @@ __all__ = [
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _RAW_PREVIEW = 120
+# One line of 3-160 characters without quotes or backslashes (a grammar-friendly regex).
+_ONE_LINE_TASK = r'^[^\n\r\t"\\]{3,160}$'
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +35,14 @@ class ParsedPlan:
     truncated_from: int | None
 
 
-def plan_schema(max_workers: int | None = None) -> dict[str, Any]:
+def plan_schema(max_workers: int | None = None, *, exact: bool = False) -> dict[str, Any]:
+    """The plan's JSON schema. ``exact`` asks for exactly ``max_workers`` one-line tasks:
+    small grammar-constrained models under-plan and put raw newlines in strings."""
     tasks: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
     if max_workers is not None:
-        tasks.update(minItems=1, maxItems=max_workers)
+        tasks.update(minItems=max_workers if exact else 1, maxItems=max_workers)
+    if exact:
+        tasks["items"] = {"type": "string", "pattern": _ONE_LINE_TASK}
     return {
         "type": "object",
         "properties": {"tasks": tasks},
@@ -47,7 +53,7 @@ def plan_schema(max_workers: int | None = None) -> dict[str, Any]:
 
 def plan_formats(max_workers: int, *, local: bool) -> list[dict[str, Any] | None]:
     """The response_format ladder, best first. ``None`` means plain text."""
-    grammar = {"type": "json_object", "schema": plan_schema(max_workers)}
+    grammar = {"type": "json_object", "schema": plan_schema(max_workers, exact=local)}
     if local:
         # llama.cpp rejects json_schema with a 500; go straight to its grammar form.
         return [grammar, None]
@@ -101,7 +107,8 @@ def parse_plan(text: str | None, max_workers: int) -> ParsedPlan:
     raw = text or ""
     for candidate in _candidates(raw):
         try:
-            value = json.loads(candidate)
+            # strict=False: grammar-constrained servers let raw newlines into strings.
+            value = json.loads(candidate, strict=False)
         except ValueError:
             continue
         tasks = _tasks_from(value)

@@ -16,6 +16,7 @@ __all__ = [
     "WorkerStatus",
     "decimal_or_none",
     "sum_costs",
+    "worker_of_step",
 ]
 
 WorkerStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
@@ -27,6 +28,13 @@ def decimal_or_none(value: Any) -> Decimal | None:
 
 def _str_or_none(value: Decimal | None) -> str | None:
     return None if value is None else str(value)
+
+
+def worker_of_step(step: str) -> int | None:
+    """The worker index of a step id such as ``worker-7``; None for planner and reducer."""
+    if step.startswith("worker-") and step[7:].isdigit():
+        return int(step[7:])
+    return None
 
 
 def sum_costs(costs: list[Decimal | None]) -> Decimal | None:

@@ -173,6 +173,21 @@ def _worker_index(record: WorkerRecord) -> int:
     return record.index
 
 
+# Calls, retries and tool calls are kept in start order, not in the order they finished:
+# finishing order depends on scheduling, start times are what a replay reproduces, so
+# every table and chart of a replayed run lists them exactly as the recording did.
+def _call_order(record: CallRecord) -> tuple[float, str]:
+    return record.started, record.step
+
+
+def _retry_order(record: RetryRecord) -> tuple[float, str, int]:
+    return record.t, record.step, record.attempt
+
+
+def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
+    return record.started, record.worker, record.hop, record.call_id
+
+
 class RunRecorder:
     """The sink that turns events into a ``Run``; the only writer of Run fields."""
 
@@ -190,15 +205,14 @@ class RunRecorder:
             case PlanReady():
                 run.plan, run.plan_raw = list(event.tasks), event.raw
             case CallFinished():
-                run.calls.append(event.call)
+                bisect.insort(run.calls, event.call, key=_call_order)
             case CallRetried():
-                run.retries.append(
-                    RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
-                )
+                retry = RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
+                bisect.insort(run.retries, retry, key=_retry_order)
             case ReducerStarted():
                 run.reduced = list(event.inputs)
             case ToolCallFinished():
-                run.tool_calls.append(event.tool_call)
+                bisect.insort(run.tool_calls, event.tool_call, key=_tool_order)
             case WorkerFinished():
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case RunFinished():

@@ -17,7 +17,7 @@ from tabulate import tabulate
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["RunTables", "format_cost", "format_tokens"]
+__all__ = ["RunTables", "clip", "format_cost", "format_tokens"]
 
 _TASK_WIDTH = 48
 _CELL_WIDTH = 60
@@ -39,7 +39,8 @@ def format_tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-def _clip(text: str | None, width: int) -> str:
+def clip(text: str | None, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join((text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
@@ -62,7 +63,7 @@ class RunTables:
             calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
             rows.append((
                 w.index,
-                _clip(w.task, _TASK_WIDTH),
+                clip(w.task, _TASK_WIDTH),
                 w.status_label,
                 calls,
                 w.attempts,
@@ -80,9 +81,9 @@ class RunTables:
                 t.worker,
                 t.hop,
                 t.tool,
-                _clip(t.arguments, _CELL_WIDTH),
-                _clip(t.result, _CELL_WIDTH),
-                _clip(t.error, _CELL_WIDTH) or "",
+                clip(t.arguments, _CELL_WIDTH),
+                clip(t.result, _CELL_WIDTH),
+                clip(t.error, _CELL_WIDTH) or "",
                 f"{t.duration:.3f}s",
             )
             for t in self.run.tool_calls
@@ -131,7 +132,7 @@ class RunTables:
         parts = [
             '<div class="swarmkit-run">',
             f"<p><b>{html.escape(self.totals())}</b></p>",
-            f"<p>task: {html.escape(_clip(run.task, _TASK_HEADER_WIDTH))}</p>",
+            f"<p>task: {html.escape(clip(run.task, _TASK_HEADER_WIDTH))}</p>",
         ]
         if run.error:
             parts.append(f'<p style="color:#b00">error: {html.escape(run.error)}</p>')

@@ -17,6 +17,8 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .records import worker_of_step
+
 if TYPE_CHECKING:
     from .records import CallRecord
     from .run import Run
@@ -57,12 +59,6 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}s"
 
 
-def _worker_index(step: str) -> int | None:
-    if step.startswith("worker-") and step[7:].isdigit():
-        return int(step[7:])
-    return None
-
-
 def _outcome(call: CallRecord) -> str:
     if call.error is not None:
         return "failed"
@@ -75,8 +71,8 @@ class _Lanes:
     def __init__(self, run: Run) -> None:
         steps = {c.step for c in run.calls} | {r.step for r in run.retries}
         workers = {w.index for w in run.workers} | {t.worker for t in run.tool_calls}
-        workers |= {i for i in map(_worker_index, steps) if i is not None}
-        others = sorted(s for s in steps if _worker_index(s) is None
+        workers |= {i for i in map(worker_of_step, steps) if i is not None}
+        others = sorted(s for s in steps if worker_of_step(s) is None
                         and s not in ("planner", "reducer"))
         head = ["planner"] if "planner" in steps else []
         tail = (["reducer"] if "reducer" in steps else []) + others
@@ -100,7 +96,7 @@ class _Lanes:
             self.labels.append(step)
 
     def of_step(self, step: str) -> int:
-        index = _worker_index(step)
+        index = worker_of_step(step)
         return self.worker_row[index] if index is not None else self.row[step]
 
     def __len__(self) -> int:

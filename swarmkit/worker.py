@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, Usage
-from .errors import BudgetExceeded, ProviderError, SwarmError
+from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from .events import Event, WorkerFinished, WorkerStarted
+from .limits import start_delay
 from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["WorkerContext", "WorkerTally", "run_worker"]
+__all__ = ["WorkerContext", "WorkerTally", "run_worker", "worker_messages"]
 
 
 @dataclass
@@ -69,6 +70,19 @@ class WorkerContext:
         return self.engine.now()
 
 
+def worker_messages(
+    system_prompt: str, task: str, index: int, subtask: str, total: int
+) -> list[dict[str, Any]]:
+    """The conversation a worker starts from (the dry-run estimate sizes it too)."""
+    return [
+        {"role": "system", "content": system_prompt},
+        {
+            "role": "user",
+            "content": f"Overall task: {task}\n\nYour sub-task ({index} of {total}): {subtask}",
+        },
+    ]
+
+
 async def run_worker(
     engine: Engine,
     task: str,
@@ -88,15 +102,11 @@ async def run_worker(
 
     try:
         async with slots:
+            delay = start_delay(engine.config, index)
+            if delay:
+                await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
             engine.emit(WorkerStarted(index, subtask, engine.now()))
-            messages: list[dict[str, Any]] = [
-                {"role": "system", "content": engine.config.system_prompt},
-                {
-                    "role": "user",
-                    "content": f"Overall task: {task}\n\n"
-                    f"Your sub-task ({index} of {total}): {subtask}",
-                },
-            ]
+            messages = worker_messages(engine.config.system_prompt, task, index, subtask, total)
             if engine.worker_loop is not None:
                 context = WorkerContext(engine, index, step, tally)
                 output = await engine.worker_loop(context, messages)
@@ -109,6 +119,9 @@ async def run_worker(
         finish(status, reason="budget", error=str(exc))
     except ProviderError as exc:
         finish("failed", reason="provider", error=str(exc))
+    except ReplayMiss:  # not a worker failure: the cassette no longer matches the run
+        finish("failed", reason="replay")
+        raise
     except SwarmError as exc:  # ToolError and friends, raised by the tool loop
         finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
     except asyncio.CancelledError:

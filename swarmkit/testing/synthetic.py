@@ -15,25 +15,9 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+from .. import events as ev
 from ..calls import Usage
 from ..config import SwarmConfig
-from ..events import (
-    BudgetUpdated,
-    CallFinished,
-    CallRetried,
-    CallStarted,
-    ConcurrencyChanged,
-    Event,
-    PlanReady,
-    RateLimitWait,
-    ReducerDelta,
-    ReducerStarted,
-    RunFinished,
-    RunStarted,
-    ToolCallFinished,
-    WorkerFinished,
-    WorkerStarted,
-)
 from ..records import CallRecord, ToolCallRecord, WorkerRecord, sum_costs
 from ..run import Run, RunRecorder
 
@@ -78,7 +62,7 @@ def synthetic_events(
     unknown_cost: bool = False,
     answer: str = "## Answer\n\n- **Qdrant**: simple to run\n- `pgvector`: already in Postgres",
     status: str = "completed",
-) -> list[Event]:
+) -> list[ev.Event]:
     """Every event of one simulated run, in emission order.
 
     ``retry_every=k`` gives every k-th worker one retried attempt (after a rate-limit
@@ -91,29 +75,29 @@ def synthetic_events(
         options["budget"] = budget_usd
     config = SwarmConfig().with_options(**options)
     cap = None if budget_usd is None else Decimal(budget_usd)
-    timed: list[tuple[float, int, Event]] = []
+    timed: list[tuple[float, int, ev.Event]] = []
     spent = Decimal(0)
     tokens = 0
 
-    def add(event: Event) -> None:
+    def add(event: ev.Event) -> None:
         timed.append((event.t, len(timed), event))
 
     def finish_call(record: CallRecord) -> None:
         nonlocal spent, tokens
         t = record.started + record.latency
-        add(CallFinished(record, t=t))
+        add(ev.CallFinished(record, t=t))
         spent += record.cost_usd or 0
         tokens += record.usage.total_tokens or 0
         if cap is not None:
-            add(BudgetUpdated(spent, Decimal("0.001"), cap, tokens, t=t))
+            add(ev.BudgetUpdated(spent, Decimal("0.001"), cap, tokens, t=t))
 
-    add(RunStarted(run_id, task, config.summary(), "2026-01-01T00:00:00+00:00"))
-    add(CallStarted("planner", 1, "gpt-4.1-mini", t=0.01))
+    add(ev.RunStarted(run_id, task, config.summary(), "2026-01-01T00:00:00+00:00"))
+    add(ev.CallStarted("planner", 1, "gpt-4.1-mini", t=0.01))
     finish_call(_call("planner", "planner", 0.01, 0.4, Usage(120, 80, requests=1)))
     tasks = tuple(f"Sub-task {i}: look at option {i} <and> its costs"
                   for i in range(1, workers + 1))
     plan_t = 0.42
-    add(PlanReady(tasks, '{"tasks": [...]}', t=plan_t))
+    add(ev.PlanReady(tasks, '{"tasks": [...]}', t=plan_t))
     slots = [plan_t] * concurrency
     heapq.heapify(slots)
     end_of_workers = plan_t
@@ -122,21 +106,22 @@ def synthetic_events(
         end = _worker(add, finish_call, index, tasks[index - 1], start, latency, retry_every,
                       tool_every, fail_every, cached_every, unknown_cost)
         if index == concurrency * 2 and retry_every:
-            add(ConcurrencyChanged("http://127.0.0.1:1/v1", max(1, concurrency // 2), "429",
+            add(ev.ConcurrencyChanged("http://127.0.0.1:1/v1", max(1, concurrency // 2), "429",
                                    t=end))
         heapq.heappush(slots, end)
         end_of_workers = max(end_of_workers, end)
     finished = [i for i in range(1, workers + 1) if not (fail_every and i % fail_every == 0)]
     t = end_of_workers + 0.01
-    add(ReducerStarted(tuple(finished), t=t))
-    add(CallStarted("reducer", 1, "gpt-4.1-mini", t=t))
+    add(ev.ReducerStarted(tuple(finished), t=t))
+    add(ev.CallStarted("reducer", 1, "gpt-4.1-mini", t=t))
     for n, piece in enumerate(_pieces(answer)):
-        add(ReducerDelta(piece, t=t + 0.05 + n * 0.01))
+        add(ev.ReducerDelta(piece, t=t + 0.05 + n * 0.01))
     reducer = _call("reducer", "reducer", t, 0.6, Usage(50 * len(finished), 200, requests=1),
                     unknown_cost=unknown_cost)
     finish_call(reducer)
     end = t + 0.61
-    add(RunFinished(status, answer, None, duration=round(end, 6), t=end))  # type: ignore[arg-type]
+    add(ev.RunFinished(status, answer, None,  # type: ignore[arg-type]
+                       duration=round(end, 6), t=end))
     timed.sort(key=lambda item: (item[0], item[1]))
     return [event for _, _, event in timed]
 
@@ -150,15 +135,15 @@ def _worker(
     usage = Usage(300 + index % 17, 150 + index % 29, requests=1)
     calls: list[CallRecord] = []
     tool_calls = 0
-    add(WorkerStarted(index, subtask, t=start))
-    add(CallStarted(step, 1, "gpt-4.1-mini", t=start))
+    add(ev.WorkerStarted(index, subtask, t=start))
+    add(ev.CallStarted(step, 1, "gpt-4.1-mini", t=start))
     t = start
     attempts = 1
     if retry_every and index % retry_every == 0:
-        add(CallRetried(step, 1, "RateLimitError: 429", 0.1, 429, t=t + 0.05))
-        add(RateLimitWait(step, True, t=t + 0.05))
-        add(RateLimitWait(step, False, t=t + 0.15))
-        add(CallStarted(step, 2, "gpt-4.1-mini", t=t + 0.15))
+        add(ev.CallRetried(step, 1, "RateLimitError: 429", 0.1, 429, t=t + 0.05))
+        add(ev.RateLimitWait(step, True, t=t + 0.05))
+        add(ev.RateLimitWait(step, False, t=t + 0.15))
+        add(ev.CallStarted(step, 2, "gpt-4.1-mini", t=t + 0.15))
         attempts = 2
     if fail_every and index % fail_every == 0:
         record = _call(step, "worker", t, length, Usage(requests=attempts),
@@ -167,7 +152,7 @@ def _worker(
         worker = WorkerRecord(index, subtask, "failed", reason="provider", started=t,
                               latency=length, attempts=attempts, calls=1,
                               usage=record.usage, cost_usd=Decimal(0), error=record.error)
-        add(WorkerFinished(worker, t=t + length))
+        add(ev.WorkerFinished(worker, t=t + length))
         return t + length
     cached = bool(cached_every and index % cached_every == 0)
     if tool_every and index % tool_every == 0:
@@ -176,11 +161,11 @@ def _worker(
         finish_call(first)
         calls.append(first)
         tool_start = t + length / 2
-        add(ToolCallFinished(ToolCallRecord(index, 1, f"call_{index}", "lookup",
+        add(ev.ToolCallFinished(ToolCallRecord(index, 1, f"call_{index}", "lookup",
                                             f'{{"id": {index}}}', f'{{"price": {index}}}',
                                             None, tool_start, 0.05), t=tool_start + 0.05))
         tool_calls = 1
-        add(CallStarted(step, 1, "gpt-4.1-mini", t=tool_start + 0.05))
+        add(ev.CallStarted(step, 1, "gpt-4.1-mini", t=tool_start + 0.05))
         t = tool_start + 0.05
         length = length / 2
         attempts = 1
@@ -198,7 +183,7 @@ def _worker(
         latency=round(end - start, 6), attempts=sum(c.attempts for c in calls),
         calls=len(calls), tool_calls=tool_calls, cached_calls=int(cached),
     )
-    add(WorkerFinished(worker, t=end))
+    add(ev.WorkerFinished(worker, t=end))
     return end
 
 

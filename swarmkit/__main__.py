@@ -1,0 +1,11 @@
+"""``python -m swarmkit`` is the ``swarmkit`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+__all__: list[str] = []
+
+sys.exit(main())

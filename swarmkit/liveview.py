@@ -1,0 +1,199 @@
+"""HTML for each section of the live dashboard, rendered from a ``LiveState``.
+
+The worker table never grows with the run: with more than ``MAX_ROWS`` workers it shows
+the running ones first (oldest first), then the most recently finished, plus a summary
+line counting every worker by status. Everything is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from decimal import Decimal
+
+from .live import MAX_ROWS, SECTIONS, LiveState, WorkerLive
+from .tables import clip, format_cost, format_tokens
+
+__all__ = ["render_changed", "render_section"]
+
+MAX_PLAN_ITEMS = 50
+MAX_REDUCER_CHARS = 20_000
+_WAITING = "waiting (rate limit)"
+_BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_changed(state: LiveState) -> dict[str, str]:
+    """HTML of every section changed since the last call; clears the marks."""
+    rendered = {name: render_section(state, name) for name in SECTIONS if name in state.dirty}
+    state.dirty.clear()
+    return rendered
+
+
+def render_section(state: LiveState, name: str) -> str:
+    return _RENDERERS[name](state)
+
+
+def _table(title: str, head: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+    out = [f'<div style="{_BOX}">{title}<table style="font-size:12px"><thead><tr>']
+    out += [f"<th>{h}</th>" for h in head]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _header(state: LiveState) -> str:
+    models = state.models
+    if len(set(models.values())) == 1:
+        model_text = f"model {_esc(models['worker'])}"
+    else:
+        model_text = " · ".join(f"{role} {_esc(m)}" for role, m in models.items())
+    if state.concurrency:
+        many = len(state.concurrency) > 1
+        limits = "; ".join(
+            f"{_esc(endpoint) + ' ' if many else ''}{limit} ({_esc(reason)})"
+            for endpoint, (limit, reason) in state.concurrency.items()
+        )
+    else:
+        limits = str(state.default_concurrency)
+    cost = format_cost(state.cost)
+    colour = {"done": "#2e7d32", "failed": "#c62828", "cancelled": "#c62828"}.get(
+        state.phase, "#1565c0")
+    lines = [
+        f'<div style="{_BOX}"><b>swarm</b> · <b style="color:{colour}">'
+        f"{_esc(state.status)}</b> · {state.now:.1f}s",
+        f"<br>task: {_esc(clip(state.task, 160))}",
+        f"<br>{model_text} · concurrency {limits}",
+        f"<br>{state.calls} calls · tokens {format_tokens(state.prompt_tokens)} in / "
+        f"{format_tokens(state.completion_tokens)} out · cost {cost}",
+    ]
+    if state.error:
+        lines.append(f'<br><span style="color:#c62828">error: {_esc(state.error)}</span>')
+    lines.append("</div>")
+    return "".join(lines)
+
+
+def _budget(state: LiveState) -> str:
+    if state.cap is None:
+        return f'<div style="{_BOX}">spent {format_cost(state.cost)} (no budget cap)</div>'
+    cap = state.cap if state.cap > 0 else Decimal(1)
+    spent_pct = min(100.0, float(state.spent / cap * 100))
+    reserved_pct = min(100.0 - spent_pct, float(state.reserved / cap * 100))
+    return (
+        f'<div style="{_BOX}">budget: spent {format_cost(state.spent)} · reserved '
+        f"{format_cost(state.reserved)} · cap {format_cost(state.cap)}"
+        '<div style="width:360px;height:10px;background:#eee;border-radius:3px;'
+        'display:flex;overflow:hidden">'
+        f'<div style="width:{spent_pct:.1f}%;background:#2e7d32"></div>'
+        f'<div style="width:{reserved_pct:.1f}%;background:#f9a825"></div></div></div>'
+    )
+
+
+def _plan(state: LiveState) -> str:
+    if not state.plan:
+        return f'<div style="{_BOX}">plan: waiting for the planner…</div>'
+    cut = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
+    items = "".join(f"<li>{_esc(clip(t, 140))}</li>" for t in state.plan[:MAX_PLAN_ITEMS])
+    more = len(state.plan) - MAX_PLAN_ITEMS
+    more_note = f"<li>… {more} more</li>" if more > 0 else ""
+    return (f'<details style="{_BOX}"><summary>plan: {len(state.plan)} sub-tasks{cut}'
+            f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details>')
+
+
+def _visible_workers(state: LiveState) -> list[WorkerLive]:
+    total = max(len(state.plan), len(state.workers))
+    if total <= MAX_ROWS:
+        plan = state.plan
+        return [state.workers.get(i) or WorkerLive(i, plan[i - 1] if i <= len(plan) else "")
+                for i in range(1, total + 1)]
+    rows = [state.workers[i] for i in list(state.running)[:MAX_ROWS]]
+    for index in reversed(state.recent):
+        if len(rows) >= MAX_ROWS:
+            break
+        rows.append(state.workers[index])
+    return rows
+
+
+def _order(label: str) -> tuple[int, str]:
+    """Summary order: running, waiting, then final statuses, pending last."""
+    rank = {"running": 0, _WAITING: 1, "pending": 3}.get(label, 2)
+    return rank, label
+
+
+def _status_of(worker: WorkerLive) -> str:
+    if worker.waiting:
+        return _WAITING
+    if worker.status == "running" and worker.attempt > 1:
+        return f"running (attempt {worker.attempt})"
+    return worker.status
+
+
+def _workers(state: LiveState) -> str:
+    total = max(len(state.plan), len(state.workers))
+    if not total:
+        return ""
+    counts = {k: v for k, v in state.counts.items() if v}
+    if state.waiting:
+        counts["running"] = max(0, counts.get("running", 0) - state.waiting)
+        counts[_WAITING] = state.waiting
+    pending = total - sum(counts.values())
+    if pending > 0:
+        counts["pending"] = pending
+    summary = " · ".join(f"{counts[label]} {label}" for label in sorted(counts, key=_order))
+    rows = _visible_workers(state)
+    shown = ("" if len(rows) == total else
+             f" · showing {len(rows)} (running first, then the latest finished)")
+    head = ("worker", "task", "status", "attempts", "retries", "tokens in", "tokens out",
+            "cost", "latency", "tools")
+    cells = []
+    for w in rows:
+        if w.latency is not None:
+            latency = f"{w.latency:.2f}s"
+        elif w.started is not None:
+            latency = f"{max(0.0, state.now - w.started):.1f}s…"
+        else:
+            latency = ""
+        cells.append((w.index, clip(w.task, 48), _status_of(w), w.attempts, w.retries,
+                      format_tokens(w.prompt_tokens), format_tokens(w.completion_tokens),
+                      format_cost(w.cost), latency, w.tools))
+    title = f"<b>{total} workers</b>: {_esc(summary)}{shown}"
+    return _table(title, head, cells)
+
+
+def _tools(state: LiveState) -> str:
+    if not state.tool_count:
+        return ""
+    errors = f" ({state.tool_errors} failed)" if state.tool_errors else ""
+    cells = []
+    for t in reversed(state.tools):
+        result = f"error: {t.error}" if t.error else (t.result or "")
+        cells.append((t.worker, t.tool, clip(t.arguments, 60), clip(result, 60),
+                      f"{t.duration:.3f}s"))
+    title = f"<b>tool calls: {state.tool_count}</b>{errors} · latest {len(state.tools)}"
+    return _table(title, ("worker", "tool", "arguments", "result", "duration"), cells)
+
+
+def _reducer(state: LiveState) -> str:
+    if state.reducer_inputs is None and not state.reducer_text:
+        return ""
+    text = "".join(state.reducer_text)
+    if len(text) > MAX_REDUCER_CHARS:
+        text = "…" + text[-MAX_REDUCER_CHARS:]
+    inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
+    return (f'<div style="{_BOX}"><b>reducer</b>{inputs}<div style="white-space:pre-wrap;'
+            f'max-height:320px;overflow:auto;border-left:3px solid #ccc;padding-left:6px">'
+            f"{_esc(text)}</div></div>")
+
+
+_RENDERERS = {
+    "header": _header,
+    "budget": _budget,
+    "plan": _plan,
+    "workers": _workers,
+    "tools": _tools,
+    "reducer": _reducer,
+}

@@ -1,0 +1,22 @@
+"""The ``%%swarm`` cell magic and the ``%swarm`` line magic (``%load_ext swarmkit``).
+
+    options      the flag table (add a flag: one ``Flag`` row) and its parser
+    interpolate  safe ``{name}`` substitution from the user namespace
+    bridge       ``SwarmHandle``: a run on the background loop, cancel, interrupt
+    commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row)
+    dryrun       ``--dry-run``: the plan and a cost bound for the fan-out
+    display      the final MIME bundle and small tables
+    core         ``SwarmMagics`` and ``load_ipython_extension``
+
+Nothing here imports ``openai`` or builds a client until a swarm runs.
+"""
+
+from __future__ import annotations
+
+from .bridge import SwarmHandle
+from .commands import COMMANDS, Command
+from .core import SwarmMagics, load_ipython_extension
+from .options import FLAGS, Flag
+
+__all__ = ["COMMANDS", "FLAGS", "Command", "Flag", "SwarmHandle", "SwarmMagics",
+           "load_ipython_extension"]

@@ -1,0 +1,197 @@
+"""The bridge from a cell to the background event loop: one swarm, one handle.
+
+The engine runs on swarmkit's loop thread (``swarmkit.loop``); the cell's thread only
+waits, in short slices, so a kernel interrupt lands. Cancelling always happens on the
+loop thread (``Engine.cancel`` must), and what finished before it is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+# asyncio and the loop module load on first run, not at %load_ext.
+if TYPE_CHECKING:
+    import asyncio
+    import concurrent.futures
+
+    from ..config import SwarmConfig
+    from ..engine import Engine
+    from ..events import Sink
+    from ..run import Run
+
+__all__ = ["CANCEL_GRACE", "SwarmHandle", "summary_line"]
+
+# How long a cancelled run may take to hand back its partial Run before we stop waiting.
+CANCEL_GRACE = 2.0
+
+
+class SwarmHandle:
+    """A swarm running on the background loop. ``--background`` returns one.
+
+    ``cancel()`` stops it from any thread; ``result()`` waits for the Run;
+    ``run`` is the Run so far (partial while running).
+    """
+
+    def __init__(
+        self,
+        task: str,
+        config: SwarmConfig,
+        *,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.task = task
+        self.config = config
+        self.engine_options = dict(engine_options or {})
+        self.engine: Engine | None = None
+        self.dashboard: Any = None  # the live view, when the magic shows one
+        self.future: concurrent.futures.Future[Run] | None = None
+        from ..loop import background_loop
+
+        self._bridge = background_loop()
+        self._task: asyncio.Task[Any] | None = None
+        self._cancel_reason: str | None = None
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[SwarmHandle], None]] | None = []
+        # Set once the done-callbacks ran, so result() returns with _swarm already stored.
+        self._settled = threading.Event()
+
+    def start(self, sinks: Sequence[Sink] = ()) -> SwarmHandle:
+        self.future = self._bridge.submit(self._drive(list(sinks)))
+        self.future.add_done_callback(self._settle)
+        return self
+
+    def _settle(self, _future: concurrent.futures.Future[Run]) -> None:
+        try:
+            with self._lock:
+                callbacks, self._callbacks = self._callbacks or [], None
+            for callback in callbacks:
+                callback(self)
+        finally:
+            self._settled.set()
+
+    async def _drive(self, sinks: list[Sink]) -> Run:
+        import asyncio
+
+        from ..api import create_engine
+
+        self._task = asyncio.current_task()
+        engine = await create_engine(config=self.config, sinks=sinks, **self.engine_options)
+        try:
+            if self._cancel_reason is not None:  # cancelled while the engine was being built
+                raise asyncio.CancelledError
+            # No await between here and execute()'s first line, so a cancel scheduled on
+            # the loop sees either no engine (handled above) or a running one.
+            self.engine = engine
+            return await engine.execute(self.task)
+        finally:
+            await engine.caller.aclose()
+
+    # -- control -----------------------------------------------------------------------
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run (thread-safe); finished workers are kept."""
+        with self._lock:
+            if self._cancel_reason is None:
+                self._cancel_reason = reason
+        self._bridge.call_soon(self._cancel_on_loop, reason)
+
+    def _cancel_on_loop(self, reason: str) -> None:
+        if self.engine is not None:
+            self.engine.cancel(reason)
+        elif self._task is not None and not self._task.done():
+            self._task.cancel()  # still building the engine: nothing to keep yet
+
+    def done(self) -> bool:
+        """The run ended and its done-callbacks (storing _swarm, the display) ran."""
+        return self._settled.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel_reason is not None
+
+    @property
+    def run(self) -> Run | None:
+        """The Run: final once done, the partial one while running."""
+        future = self.future
+        if (
+            future is not None and future.done() and not future.cancelled()
+            and future.exception() is None
+        ):
+            return future.result()
+        return None if self.engine is None else self.engine.run
+
+    def result(self) -> Run:
+        """Block until the run ends; KeyboardInterrupt passes through to the caller."""
+        from ..loop import WAIT_SLICE
+
+        assert self.future is not None, "start() the handle first"
+        run = self._bridge.wait(self.future)
+        while not self._settled.wait(WAIT_SLICE):  # callbacks run right after the result
+            pass
+        return run
+
+    def cancel_and_collect(self, reason: str, grace: float = CANCEL_GRACE) -> Run | None:
+        """Cancel, then wait up to ``grace`` seconds for the partial Run.
+
+        Further interrupts during the grace period are swallowed: the user already asked
+        to stop, and a second Ctrl-C must not leave the kernel with a traceback.
+        """
+        from ..loop import WAIT_SLICE
+
+        self.cancel(reason)
+        deadline = time.monotonic() + grace
+        while self.future is not None and not self.future.done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                self.future.result(timeout=min(WAIT_SLICE, remaining))
+            except KeyboardInterrupt:
+                continue
+            except BaseException:  # the outcome is read below, from the future or engine
+                break
+        if self.future is not None and self.future.done():
+            self._settled.wait(max(0.0, deadline - time.monotonic()))
+        return self.run
+
+    def add_done_callback(self, callback: Callable[[SwarmHandle], None]) -> None:
+        """Call ``callback(handle)`` when the run ends (at once if it has ended)."""
+        with self._lock:
+            if self._callbacks is not None:
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def exception(self) -> BaseException | None:
+        if self.future is None or not self.future.done() or self.future.cancelled():
+            return None
+        return self.future.exception()
+
+    # -- display -----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        run = self.run
+        run_id = run.run_id if run is not None else "starting"
+        if not self.done():
+            state = "cancelling" if self.cancelled else "running"
+            return f"<SwarmHandle {run_id} {state}; %swarm cancel stops it; the Run goes to _swarm>"
+        if run is None:
+            return f"<SwarmHandle {run_id} ended without a run: {self.exception()!r}>"
+        return f"<SwarmHandle {run_id} {run.status}; the Run is in _swarm>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+def summary_line(run: Run | None, verb: str, names: Sequence[str]) -> str:
+    """``swarm interrupted: 12 of 50 workers finished; partial run in _swarm``."""
+    where = " and ".join(names)
+    if run is None:
+        return f"swarm {verb} before it started; nothing to keep"
+    if not run.plan:
+        return f"swarm {verb} while planning; partial run in {where}"
+    finished = sum(1 for worker in run.workers if worker.status == "completed")
+    return f"swarm {verb}: {finished} of {len(run.plan)} workers finished; partial run in {where}"

@@ -1,0 +1,222 @@
+"""``%swarm`` subcommands: config, prices, last, cancel; and the table that lists them.
+
+A subcommand is one row in :data:`COMMANDS`: its usage, one line of help, and
+``"module:function"``, imported on first use so ``%load_ext`` stays fast. The function
+is called as ``function(magics, argv)`` with the words after the subcommand's name and
+returns what the cell shows (or None). Raise ``UsageError`` for bad input.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.utils.process import arg_split
+
+from .display import SmallTable
+
+if TYPE_CHECKING:
+    from ..config import SwarmConfig
+    from .core import SwarmMagics
+
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "cancel_command",
+    "commands_help",
+    "config_command",
+    "last_command",
+    "prices_command",
+    "split_args",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    usage: str
+    help: str
+    target: str  # "package.module:function"
+
+    def load(self) -> Callable[[SwarmMagics, list[str]], Any]:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+COMMANDS: dict[str, Command] = {
+    "config": Command("config [key=value ...] | config reset",
+                      "show or set this session's defaults (model, budget, workers, ...)",
+                      "swarmkit.magics.commands:config_command"),
+    "prices": Command("prices [MODEL IN OUT [CACHED]] | prices TEXT",
+                      "show prices (USD per 1M tokens), filter them, or add one",
+                      "swarmkit.magics.commands:prices_command"),
+    "last": Command("last", "show the last run's tables again",
+                    "swarmkit.magics.commands:last_command"),
+    "cancel": Command("cancel", "stop the running --background swarms",
+                      "swarmkit.magics.commands:cancel_command"),
+    "history": Command("history [N]", "list the N most recent runs (default 10)",
+                       "swarmkit.magics.history:history_command"),
+    "show": Command("show RUN", "show a past run's tables (a run id prefix is enough)",
+                    "swarmkit.magics.history:show_command"),
+    "rerun": Command("rerun RUN --worker K [--out NAME]",
+                     "re-run worker K of a past run and its reducer; the rest is cached",
+                     "swarmkit.magics.history:rerun_command"),
+    "diff": Command("diff RUN_A RUN_B", "plan, per-worker cost and answers side by side",
+                    "swarmkit.magics.history:diff_command"),
+}
+
+
+def commands_help() -> str:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    lines = ["line magic:"]
+    lines += [f"  %swarm {c.usage.ljust(width)}  {c.help}" for c in COMMANDS.values()]
+    return "\n".join(lines)
+
+
+def split_args(line: str, where: str) -> list[str]:
+    try:
+        return arg_split(line, posix=True, strict=True)
+    except ValueError as exc:
+        raise UsageError(f"{where}: cannot split the arguments ({exc}); check the quotes") from None
+
+
+# -- config ------------------------------------------------------------------------------
+
+_ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
+_TOP_KEYS = (
+    ("workers", "max_workers"), ("concurrency", "concurrency"), ("budget", "budget_usd"),
+    ("budget_tokens", "budget_tokens"), ("rpm", "rpm"), ("tpm", "tpm"),
+    ("call_timeout", "call_timeout"), ("run_timeout", "run_timeout"), ("cache", "cache"),
+    ("record", "record"), ("replay", "replay"), ("history_path", "history_path"),
+)
+_UNSET = ("", "none", "default")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return "-" if value is None else str(value)
+
+
+def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
+    from ..config import ROLES
+
+    rows: list[tuple[str, str, str]] = []
+
+    def add(key: str, value: Any) -> None:
+        rows.append((key, _show(value), "session" if key in session else ""))
+
+    for name in _ROLE_FIELDS:
+        values = [getattr(config.role(role), name) for role in ROLES]
+        if all(v == values[0] for v in values):
+            add(name, values[0])
+        else:
+            for role, value in zip(ROLES, values, strict=True):
+                add(f"{role}_{name}", value)
+    for key, attr in _TOP_KEYS:
+        add(key, getattr(config, attr))
+    return SmallTable("swarm config for this session", ("key", "value", "set by"), rows,
+                      "set with %swarm config key=value; key= unsets; flags override per cell")
+
+
+def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
+    from ..config import SwarmConfig
+    from ..errors import ConfigError
+
+    options = dict(magics.session_options)
+    if argv == ["reset"]:
+        options = {"prices": options["prices"]} if "prices" in options else {}
+    else:
+        for word in argv:
+            key, sep, value = word.partition("=")
+            key = key.strip().lstrip("-").replace("-", "_")
+            if not sep or not key:
+                raise UsageError(f"%swarm config: expected key=value, got {word!r}")
+            if key == "prices":
+                raise UsageError("%swarm config: set prices with %swarm prices MODEL IN OUT")
+            if value.strip().lower() in _UNSET:
+                options.pop(key, None)
+            else:
+                options[key] = value
+    try:
+        from .options import NOTEBOOK_DEFAULTS
+
+        config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
+    except ConfigError as exc:
+        raise UsageError(f"%swarm config: {exc}") from None
+    magics.session_options = options
+    return config_table(config, options)
+
+
+# -- prices ------------------------------------------------------------------------------
+
+
+def prices_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
+    from ..errors import ConfigError
+    from ..pricing import PriceTable
+
+    session = [tuple(row) for row in magics.session_options.get("prices", ())]
+    if len(argv) in (3, 4):
+        row = tuple(argv)
+        try:
+            PriceTable.with_overrides([row])
+        except ConfigError as exc:
+            raise UsageError(f"%swarm prices: {exc}") from None
+        session = [r for r in session if r[0].lower() != row[0].lower()] + [row]
+        magics.session_options["prices"] = tuple(session)
+        return _price_table(session, argv[0], exact=True)
+    if len(argv) > 1:
+        raise UsageError(
+            "%swarm prices: expected MODEL IN OUT [CACHED] in USD per 1M tokens "
+            "(e.g. %swarm prices my-model 0.50 1.50), or one word to filter by"
+        )
+    return _price_table(session, argv[0] if argv else "")
+
+
+def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False) -> SmallTable:
+    from ..pricing import PriceTable
+
+    overridden = {row[0].lower() for row in session}
+    rows = []
+    for model, price in PriceTable.with_overrides(session).rows():
+        if (model != text.lower()) if exact else (text.lower() not in model):
+            continue
+        cached = "-" if price.cached_input is None else f"{price.cached_input}"
+        rows.append((model, f"{price.input}", f"{price.output}", cached,
+                     "session" if model in overridden else "built-in"))
+    note = "add or change one with %swarm prices MODEL IN OUT [CACHED]"
+    return SmallTable("prices, USD per 1M tokens", ("model", "input", "output", "cached input",
+                                                   "source"), rows, note)
+
+
+# -- last, cancel ------------------------------------------------------------------------
+
+
+def last_command(magics: SwarmMagics, argv: list[str]) -> None:
+    from .display import publish, run_bundle
+
+    if argv:
+        raise UsageError("%swarm last: takes no arguments")
+    if magics.last_run is None:
+        raise UsageError("%swarm last: no swarm has run in this session yet")
+    publish(run_bundle(magics.last_run))
+
+
+def cancel_command(magics: SwarmMagics, argv: list[str]) -> None:
+    from .bridge import summary_line
+
+    if argv:
+        raise UsageError("%swarm cancel: takes no arguments")
+    running = [(h, names) for h, names in magics.background.items() if not h.done()]
+    if not running:
+        print("no background swarm is running")
+        return
+    for handle, _names in running:
+        handle.cancel("cancelled")
+    for handle, names in running:
+        run = handle.cancel_and_collect("cancelled")
+        magics.store(run, names)
+        print(summary_line(run, "cancelled", names))

@@ -1,0 +1,272 @@
+"""``SwarmMagics``: the ``%%swarm`` cell magic and the ``%swarm`` line magic.
+
+The cell magic parses its line (``options``), interpolates the cell (``interpolate``),
+merges options over the session defaults (defaults < env < ``%swarm config`` < flags),
+runs the swarm on the background loop (``bridge``) and ends with exactly one display of
+the run's static bundle. The line magic dispatches to the subcommands in ``commands``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .bridge import SwarmHandle, summary_line
+from .commands import COMMANDS, commands_help, split_args
+from .display import publish, run_bundle
+from .interpolate import interpolate
+from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, parse_line
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..config import SwarmConfig
+    from ..events import Sink
+    from ..run import Run
+
+__all__ = ["SwarmMagics", "check_keys", "load_ipython_extension", "usage_error"]
+
+log = logging.getLogger("swarmkit")
+
+LAST_RUN = "_swarm"
+LAST_HANDLE = "_swarm_handle"
+
+
+def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
+    """A swarmkit error as a one-line UsageError (no traceback in the notebook)."""
+    from ..errors import ConfigError
+
+    kind = "" if isinstance(exc, ConfigError) else f"{type(exc).__name__}: "
+    return UsageError(f"{where}: {kind}{exc}")
+
+
+def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:
+    """Fail before any call when a hosted role has neither a key nor a base URL."""
+    from ..config import AUTO_MODEL, ROLES
+
+    for role in ROLES:
+        rc = config.role(role)
+        if rc.base_url is not None or rc.is_local or rc.model == AUTO_MODEL:
+            continue
+        if not any(env.get(name) for name in rc.api_key_env):
+            names = " or ".join(rc.api_key_env)
+            raise UsageError(
+                f"%%swarm: no API key for the {role} model {rc.model}: set {names}, "
+                "or pass --api-key-env VAR, --base-url URL or --model local"
+            )
+
+
+@magics_class
+class SwarmMagics(Magics):
+    """Holds the session: defaults set by ``%swarm config``, the last run, background runs."""
+
+    def __init__(self, shell: InteractiveShell | None = None) -> None:
+        super().__init__(shell)
+        self.session_options: dict[str, Any] = {}
+        self.last_run: Run | None = None
+        # Background runs and the variables their Run goes to when they end.
+        self.background: dict[SwarmHandle, tuple[str, ...]] = {}
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        assert self.shell is not None
+        return self.shell.user_ns  # type: ignore[no-any-return]
+
+    def session_config(self, **options: Any) -> SwarmConfig:
+        """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``options``."""
+        from ..config import SwarmConfig
+        from ..errors import ConfigError
+
+        try:
+            base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
+            base = base.with_options(**self.session_options)
+            return base.with_options(**options)
+        except ConfigError as exc:
+            raise usage_error(exc) from None
+
+    def store(self, run: Run | None, names: Sequence[str]) -> None:
+        if run is None:
+            return
+        for name in names:
+            self.namespace[name] = run
+        self.last_run = run
+
+    # -- the magic ---------------------------------------------------------------------
+
+    @line_cell_magic
+    def swarm(self, line: str, cell: str | None = None) -> Any:
+        if cell is None:
+            return self._line(line)
+        return self._cell(line, cell)
+
+    def _line(self, line: str) -> Any:
+        argv = split_args(line, "%swarm")
+        if not argv:
+            print(commands_help())
+            return None
+        command = COMMANDS.get(argv[0])
+        if command is None:
+            raise UsageError(
+                f"%swarm: unknown command {argv[0]!r}; use one of {', '.join(COMMANDS)} "
+                "(a swarm run is the cell magic %%swarm)"
+            )
+        return command.load()(self, argv[1:])
+
+    def _cell(self, line: str, cell: str) -> Any:
+        args = parse_line(line, self.namespace)
+        if args.help:
+            print(magic_help())
+            return None
+        task = (interpolate(cell, self.namespace) if args.interpolate else cell).strip()
+        if not task:
+            raise UsageError("%%swarm: the cell is empty; write the task below the %%swarm line")
+        config = self.session_config(**args.config_options)
+        if config.replay is None:
+            check_keys(config, os.environ)
+        if args.dry_run:
+            return self._dry_run(task, config, args)
+        names = (LAST_RUN, *([args.out] if args.out else []))
+        handle = SwarmHandle(task, config, engine_options=args.engine_options)
+        # Replay shows one final display and nothing else, so its outputs compare equal.
+        live = not args.quiet and config.replay is None
+        dashboard = self._dashboard(task, config, handle, args.background) if live else None
+        handle.dashboard = dashboard
+        sinks: list[Sink] = [] if dashboard is None else [dashboard]
+        if args.background:
+            return self._background(handle, sinks, names, dashboard)
+        if dashboard is not None:
+            publish_widget(dashboard.widget)
+        handle.start(sinks)
+        try:
+            run = handle.result()
+        except KeyboardInterrupt:
+            run = handle.cancel_and_collect("interrupt")
+            self.store(run, names)
+            print(summary_line(run, "interrupted", names))
+            return None
+        except Exception as exc:
+            self._raise_run_error(exc)
+        finally:
+            if dashboard is not None:
+                dashboard.close()
+        self.store(run, names)
+        publish(run_bundle(run))
+        return None
+
+    def _raise_run_error(self, exc: Exception) -> None:
+        from ..errors import SwarmError
+
+        if isinstance(exc, SwarmError):
+            raise usage_error(exc) from None
+        raise exc
+
+    def _dashboard(
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, background: bool
+    ) -> Any:
+        # Widgets need a frontend: a terminal IPython gets only the final tables.
+        if getattr(self.shell, "kernel", None) is None:
+            return None
+        if importlib.util.find_spec("swarmkit.dashboard") is None:
+            return None
+        from ..dashboard import Dashboard  # type: ignore[import-not-found, unused-ignore]
+
+        # A blocked cell cannot receive clicks, so only a background run gets a live Cancel.
+        on_cancel = (lambda: handle.cancel("cancelled")) if background else None
+        return Dashboard(task=task, config=config, on_cancel=on_cancel)
+
+    def _background(
+        self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any
+    ) -> SwarmHandle:
+        import uuid
+
+        display_id = uuid.uuid4().hex
+        if dashboard is not None:
+            publish_widget(dashboard.widget, display_id)
+        else:
+            publish(({"text/plain": "swarm running in the background; "
+                      "its tables replace this line when it ends"}, {}), display_id)
+        handle.start(sinks)
+        self.background = {h: n for h, n in self.background.items() if not h.done()}
+        self.background[handle] = names
+        self.namespace[LAST_HANDLE] = handle
+
+        def finished(done: SwarmHandle) -> None:
+            try:
+                if dashboard is not None:
+                    dashboard.close()
+                run = done.run
+                self.store(run, names)
+                if run is not None:
+                    publish(run_bundle(run), display_id, update=True)
+                else:
+                    text = f"swarm ended without a run: {done.exception()!r}"
+                    publish(({"text/plain": text}, {}), display_id, update=True)
+            except Exception:  # on the loop thread: nowhere to raise to
+                log.exception("swarmkit could not publish a background run")
+
+        handle.add_done_callback(finished)
+        return handle
+
+    def _dry_run(self, task: str, config: SwarmConfig, args: SwarmArgs) -> None:
+        from ..loop import background_loop
+        from .dryrun import dry_run
+
+        async def plan() -> Any:
+            from ..api import create_engine
+
+            engine = await create_engine(config=config, **args.engine_options)
+            return await dry_run(engine, task)
+
+        bridge = background_loop()
+        future = bridge.submit(plan())
+        try:
+            result = bridge.wait(future)
+        except KeyboardInterrupt:
+            future.cancel()
+            print("dry run interrupted; nothing to keep")
+            return None
+        except Exception as exc:
+            self._raise_run_error(exc)
+        if args.out:
+            self.namespace[args.out] = result
+        from IPython.display import display
+
+        display(result)
+        return None
+
+
+def publish_widget(widget: Any, display_id: str | None = None) -> None:
+    from IPython.display import display
+
+    display(widget, display_id=display_id)
+
+
+def magic_help() -> str:
+    return "\n".join([
+        "Run the cell as a planner → workers → reducer swarm; the cell body is the task.",
+        "",
+        "    %%swarm --model gpt-4.1-mini --workers 8 --budget 0.50 --out run",
+        "    Compare five vector databases for a team of {team_size}.",
+        "",
+        "{name} takes a value from the notebook, {{ and }} give literal braces, and any",
+        "other braces (a JSON example) stay as written. The Run lands in _swarm (and in",
+        "--out NAME); Ctrl-C / interrupt keeps what finished.",
+        "",
+        build_parser().format_help().rstrip(),
+        "",
+        commands_help(),
+    ])
+
+
+SwarmMagics.swarm.__doc__ = magic_help()
+
+
+def load_ipython_extension(ipython: InteractiveShell) -> None:
+    """``%load_ext swarmkit``: register the magics (imports no model client)."""
+    ipython.register_magics(SwarmMagics)

@@ -1,0 +1,50 @@
+"""Safe ``{name}`` interpolation of a cell from the user namespace.
+
+Only ``{identifier}`` is a placeholder. Any other brace text (a JSON example, a set
+literal, ``{ "a": 1 }``) is left exactly as written, which ``str.format`` over the whole
+cell could not do. ``{{`` gives ``{``; ``}}`` gives ``}`` when it closes a ``{{`` and is
+left alone otherwise, so nested JSON such as ``{"a": {"b": 1}}`` survives untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from IPython.core.error import UsageError
+
+__all__ = ["interpolate"]
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
+    """``text`` with each ``{name}`` replaced by ``str(namespace[name])``."""
+    parts: list[str] = []
+    position = 0
+    open_escapes = 0
+    for match in _TOKEN.finditer(text):
+        parts.append(text[position : match.start()])
+        token = match.group(0)
+        if token == "{{":
+            parts.append("{")
+            open_escapes += 1
+        elif token == "}}":
+            if open_escapes:
+                parts.append("}")
+                open_escapes -= 1
+            else:
+                parts.append(token)
+        else:
+            name = match.group(1)
+            if name not in namespace:
+                raise UsageError(
+                    f"%%swarm: {{{name}}} names no variable in the notebook; define {name}, "
+                    f"write {{{{{name}}}}} for literal braces, or pass --no-interpolate"
+                )
+            parts.append(str(namespace[name]))
+        position = match.end()
+    parts.append(text[position:])
+    return "".join(parts)
+

@@ -1,0 +1,49 @@
+"""The response cache: (request fingerprint, occurrence) -> response, in the history file.
+
+Living in SQLite, it survives a kernel restart and is shared by every kernel that uses
+the same history file. Only successful responses are stored; the newest one wins, so a
+refreshed step is served its fresh answer next time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ..calls import ChatResponse, canonical_json
+from .database import Database
+
+__all__ = ["ResponseCache"]
+
+
+class ResponseCache:
+    """Reads and writes cached responses; each write is one short transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, fingerprint: str, occurrence: int) -> ChatResponse | None:
+        rows = self.db.query(
+            "SELECT response FROM cache WHERE fingerprint = ? AND occurrence = ?",
+            (fingerprint, occurrence),
+        )
+        if not rows:
+            return None
+        return ChatResponse.from_dict(json.loads(rows[0]["response"]))
+
+    def put(self, fingerprint: str, occurrence: int, model: str, response: ChatResponse) -> None:
+        data = response.to_dict()
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?)",
+                (fingerprint, occurrence, model, canonical_json(data),
+                 canonical_json(data["usage"]), time.time()),
+            )
+
+    def clear(self) -> int:
+        """Forget every cached response; returns how many there were."""
+        with self.db.transaction() as conn:
+            return conn.execute("DELETE FROM cache").rowcount
+
+    def __len__(self) -> int:
+        return int(self.db.query("SELECT COUNT(*) FROM cache")[0][0])

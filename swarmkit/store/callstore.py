@@ -1,0 +1,271 @@
+"""``CallStore``: the ModelCaller every run goes through — cache, recording, replay.
+
+Modes compose: the cache and the cassette recorder can both be on (cache hits are
+recorded too, so the cassette replays the whole run). Replay excludes everything else:
+it has no provider at all, so it cannot reach the network.
+
+Each request gets an occurrence index (the n-th identical request within the run), so
+two identical calls in one run are cached and replayed as two entries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..calls import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
+from ..config import SwarmConfig
+from ..errors import (
+    CassetteError,
+    ProviderError,
+    ResponseFormatUnsupported,
+    StoreError,
+    SwarmError,
+)
+from ..events import CallRetried, Event, Sink
+from .cache import ResponseCache
+from .cassette import Cassette, RecordedCall
+from .history import History, HistorySink
+from .recorder import CassetteRecorder
+from .replay import Player
+from .secrets import find_secret, secret_values
+
+if TYPE_CHECKING:
+    from ..config import RoleConfig
+
+__all__ = ["CallStore"]
+
+log = logging.getLogger("swarmkit")
+
+
+class CallStore:
+    """Serves model calls from the cache, a cassette or the provider, and records them.
+
+    Build it with :meth:`from_config`; give the engine its :attr:`sinks` and
+    :meth:`engine_options`. ``aclose`` raises any error that stopped the cassette file
+    from being written (a refused key leak, an unwritable path).
+    """
+
+    def __init__(
+        self,
+        provider: Any = None,
+        *,
+        cache: ResponseCache | None = None,
+        recorder: CassetteRecorder | None = None,
+        player: Player | None = None,
+        refresh: Iterable[str] = (),
+        secrets: Mapping[str, str] | None = None,
+    ) -> None:
+        if player is not None and (provider is not None or cache is not None):
+            raise StoreError("replay serves only from the cassette; drop the cache/provider")
+        self.provider = provider
+        self.cache = cache
+        self.recorder = recorder
+        self.player = player
+        self.refresh = frozenset(refresh)
+        self.secrets = dict(secrets or {})
+        self.sinks: list[Sink] = [recorder] if recorder is not None else []
+        self.error: SwarmError | None = None
+        self._history: History | None = None
+        self._seen: Counter[str] = Counter()
+        self._tools_seen: Counter[tuple[str, int, str, str]] = Counter()
+        self._clock: Callable[[], float] | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        config: SwarmConfig,
+        *,
+        env: Mapping[str, str],
+        provider_factory: Callable[[], Any] | None = None,
+        cassette: Cassette | None = None,
+    ) -> CallStore:
+        """The store ``config`` asks for: replay, or cache/record/history over a provider.
+
+        ``provider_factory`` is called last (after the database opened), and never in
+        replay, so replay constructs no client at all.
+        """
+        if config.replay:
+            return cls(player=Player(cassette or Cassette.load(config.replay)))
+        secrets = secret_values(config, env)
+        history = History(config.history_file()) if config.history or config.cache else None
+        store = cls(
+            None,
+            cache=ResponseCache(history.db) if history is not None and config.cache else None,
+            refresh=config.refresh,
+            secrets=secrets,
+        )
+        store._history = history
+        if config.record or config.history:
+            store.recorder = CassetteRecorder(
+                lambda cassette: store._keep(cassette, config.record, keep=config.history)
+            )
+            store.sinks.append(store.recorder)
+        if history is not None and config.history:
+            store.sinks.append(HistorySink(history, secrets))
+        if provider_factory is not None:
+            store.provider = provider_factory()
+        return store
+
+    @property
+    def replaying(self) -> bool:
+        return self.player is not None
+
+    def engine_options(self) -> dict[str, Any]:
+        """Engine arguments: in replay, the recorded run id, date and duration."""
+        if self.player is None:
+            return {}
+        cassette = self.player.cassette
+        return {"run_id": cassette.run_id, "started_at": cassette.started_at,
+                "recorded_duration": cassette.duration}
+
+    # -- model calls -------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        role: RoleConfig,
+        run_id: str,
+        step: str,
+        emit: Callable[[Event], None],
+        clock: Callable[[], float],
+        on_delta: Callable[[str], None] | None = None,
+    ) -> CallOutcome:
+        self._clock = clock
+        fingerprint = request.fingerprint()
+        occurrence = self._seen[fingerprint]
+        self._seen[fingerprint] += 1
+        if self.player is not None:
+            return self._replay(request, step, occurrence, emit, on_delta)
+        started = clock()
+        if self.cache is not None and step not in self.refresh:
+            cached = self._cache_get(fingerprint, occurrence)
+            if cached is not None:
+                if on_delta is not None and cached.content:
+                    on_delta(cached.content)
+                self._served(step, request, occurrence, cached, "cache")
+                return CallOutcome(cached, "cache", 0, clock() - started, occurrence)
+        if self.provider is None:
+            raise StoreError(f"no provider to serve {step}; build the CallStore with one")
+        try:
+            result = await self.provider.complete(
+                request, role=role, run_id=run_id, step=step, emit=emit, clock=clock,
+                on_delta=on_delta,
+            )
+        except ProviderError as exc:  # failures are recorded, never cached
+            self._served(step, request, occurrence, None, "live", type(exc).__name__)
+            raise
+        self._cache_put(fingerprint, occurrence, request.model, result.response)
+        self._served(step, request, occurrence, result.response, "live")
+        return CallOutcome(result.response, "live", result.attempts, result.latency, occurrence)
+
+    def _replay(
+        self,
+        request: ChatRequest,
+        step: str,
+        occurrence: int,
+        emit: Callable[[Event], None],
+        on_delta: Callable[[str], None] | None,
+    ) -> CallOutcome:
+        assert self.player is not None
+        entry: RecordedCall = self.player.call(request, step=step, occurrence=occurrence)
+        for retry in entry.retries:
+            emit(CallRetried(**retry))
+        if entry.response is None:
+            error = (ResponseFormatUnsupported if entry.error_type == "ResponseFormatUnsupported"
+                     else ProviderError)
+            raise error(entry.error or "recorded failure", status=entry.status,
+                        attempts=entry.attempts, started=entry.started, latency=entry.latency)
+        response = entry.chat_response()
+        if on_delta is not None and response.content:
+            on_delta(response.content)
+        # A call the recording served from its cache shows as cached again: the replay
+        # must render what the recording rendered.
+        source: CallSource = "cache" if entry.source == "cache" else "replay"
+        return CallOutcome(
+            response, source, entry.attempts, entry.latency, occurrence,
+            started=entry.started, cost_usd=entry.cost_usd, cost_recorded=True,
+        )
+
+    def _served(self, step: str, request: ChatRequest, occurrence: int,
+                response: ChatResponse | None, source: CallSource,
+                error_type: str | None = None) -> None:
+        if self.recorder is not None:
+            self.recorder.served(step, request, occurrence, response, source, error_type)
+
+    def _cache_get(self, fingerprint: str, occurrence: int) -> ChatResponse | None:
+        assert self.cache is not None
+        try:
+            return self.cache.get(fingerprint, occurrence)
+        except StoreError as exc:
+            self._cache_failed(exc)
+        except (ValueError, KeyError, TypeError):  # an unreadable row is just a miss
+            pass
+        return None
+
+    def _cache_put(self, fingerprint: str, occurrence: int, model: str,
+                   response: ChatResponse) -> None:
+        if self.cache is None:
+            return
+        if find_secret(response.content or "", self.secrets) is not None:
+            return  # a response echoing a key is never written to disk
+        try:
+            self.cache.put(fingerprint, occurrence, model, response)
+        except StoreError as exc:
+            self._cache_failed(exc)
+
+    def _cache_failed(self, exc: StoreError) -> None:
+        # A broken cache costs money, not correctness: warn once and call live from now on.
+        log.warning("swarmkit: cache off for this run: %s", exc)
+        self.cache = None
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome:
+        ident = (key.step, key.hop, key.name, key.arguments)
+        occurrence = self._tools_seen[ident]
+        self._tools_seen[ident] += 1
+        if self.player is not None:
+            found = self.player.tool(key, occurrence)
+            return ToolOutcome(found.result, found.error, found.duration, "replay",
+                               found.started)
+        # Tools have side effects: they are never cached, always executed.
+        started = self._clock() if self._clock is not None else None
+        outcome = await execute()
+        if self.recorder is not None:
+            if outcome.started is None and started is not None:
+                outcome = replace(outcome, started=started)
+            self.recorder.tool(key, occurrence, outcome)
+        return outcome
+
+    # -- the end of the run ------------------------------------------------------------------
+
+    def _keep(self, cassette: Cassette, path: str | None, *, keep: bool) -> None:
+        if path:
+            try:
+                cassette.save(path, self.secrets)
+            except CassetteError as exc:
+                self.error = exc  # raised by aclose: the user asked for this file
+                log.warning("swarmkit: %s", exc)
+        if keep and self._history is not None:
+            try:
+                self._history.save_cassette(cassette, self.secrets)
+            except StoreError as exc:
+                log.warning("swarmkit: history not saved: %s", exc)
+
+    async def aclose(self) -> None:
+        try:
+            if self.provider is not None:
+                await self.provider.aclose()
+        finally:
+            if self._history is not None:
+                self._history.close()
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error

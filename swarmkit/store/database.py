@@ -1,0 +1,196 @@
+"""The SQLite file behind the cache and the run history.
+
+Several kernels may write one file at once, so it runs in WAL mode with a busy timeout,
+and every write is one short ``BEGIN IMMEDIATE`` transaction. SQLite errors never leave
+this module raw: they become a one-line :class:`~swarmkit.errors.StoreError` that says
+what to do (a corrupt file is moved aside with :func:`reset_database`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+
+__all__ = ["SCHEMA_VERSION", "Database", "reset_database"]
+
+SCHEMA_VERSION = 1
+# How long a writer waits for another process's transaction before giving up.
+BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, task TEXT NOT NULL, started_at TEXT NOT NULL,
+    status TEXT NOT NULL, answer TEXT, error TEXT, duration REAL NOT NULL,
+    workers INTEGER NOT NULL, calls INTEGER NOT NULL, prompt_tokens INTEGER,
+    completion_tokens INTEGER, cost_usd TEXT, models TEXT NOT NULL, config TEXT NOT NULL,
+    run_json TEXT NOT NULL, saved REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_saved ON runs (saved);
+CREATE TABLE IF NOT EXISTS calls (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, role TEXT NOT NULL,
+    model TEXT NOT NULL, source TEXT NOT NULL, attempts INTEGER NOT NULL,
+    prompt_tokens INTEGER, completion_tokens INTEGER, cached_tokens INTEGER,
+    reasoning_tokens INTEGER, requests INTEGER NOT NULL, cost_usd TEXT,
+    started REAL NOT NULL, latency REAL NOT NULL, fingerprint TEXT NOT NULL,
+    occurrence INTEGER NOT NULL, error TEXT, status INTEGER,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, worker INTEGER NOT NULL, hop INTEGER NOT NULL,
+    call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, result TEXT,
+    error TEXT, started REAL NOT NULL, duration REAL NOT NULL, source TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS cassettes (
+    run_id TEXT PRIMARY KEY, cassette TEXT NOT NULL, saved REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cache (
+    fingerprint TEXT NOT NULL, occurrence INTEGER NOT NULL, model TEXT NOT NULL,
+    response TEXT NOT NULL, usage TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (fingerprint, occurrence)
+);
+"""
+
+_CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    # Extended codes (SQLITE_CORRUPT_INDEX, ...) share the primary code's prefix.
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return any(name.startswith(code) for code in _CORRUPT_CODES)
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    if _is_corrupt(exc):
+        return StoreError(
+            f"history database {path} is corrupt ({exc}); move it aside with "
+            f"swarmkit.store.History.reset({str(path)!r}) and a new one will be created"
+        )
+    return StoreError(
+        f"history database {path} cannot be used ({exc}); check the file's permissions and "
+        "free disk space, or point history_path elsewhere"
+    )
+
+
+class Database:
+    """One connection to the history file, shared by threads under a lock."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the folder for history database {self.path} ({exc}); "
+                "point history_path at a writable place"
+            ) from None
+        try:
+            self._conn = self._connect()
+        except sqlite3.Error as exc:
+            self.close()
+            raise _store_error(self.path, exc) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are explicit, so each one stays short.
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+            check_same_thread=False,
+        )
+        self._conn = conn
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            self._schema(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return conn
+
+    def _schema(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(
+                f"history database {self.path} was written by a newer swarmkit (schema "
+                f"{row[0]}); upgrade swarmkit or point history_path elsewhere"
+            )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction; rolled back if the block raises."""
+        with self._lock:
+            conn = self._require()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise _store_error(self.path, exc) from None
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._require().execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _store_error(self.path, exc) from None
+
+    def _require(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"history database {self.path} is closed; open a new History")
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def reset_database(path: str | Path) -> Path:
+    """Move a (corrupt) database aside as ``<name>.corrupt-<n>``; return where it went.
+
+    Its ``-wal`` and ``-shm`` companions move with it, so the new file starts clean.
+    """
+    path = Path(path)
+    n = 1
+    while any(path.with_name(f"{path.name}.corrupt-{n}{s}").exists() for s in ("", "-wal")):
+        n += 1
+    target = path.with_name(f"{path.name}.corrupt-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        source = path.with_name(path.name + suffix)
+        if source.exists():
+            source.rename(target.with_name(target.name + suffix))
+    return target

@@ -1,0 +1,224 @@
+"""The run history: every run, call and tool call in SQLite, and the queries over it.
+
+``HistorySink`` writes a finished run (completed, failed or cancelled) in one short
+transaction; a failure to write is logged as a one-line warning and never breaks the
+run. ``History`` reads it back: ``recent(n)``, ``load_run(id)`` (an id prefix is enough),
+``calls(id)``, ``tool_calls(id)`` and ``cassette(id)``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from ..calls import Usage, canonical_json
+from ..config import SwarmConfig
+from ..errors import CassetteError, StoreError
+from ..events import Event, RunFinished
+from ..records import CallRecord, ToolCallRecord, decimal_or_none
+from ..run import Run, RunRecorder
+from .cassette import Cassette
+from .database import Database, reset_database
+from .secrets import find_secret
+
+__all__ = ["History", "HistorySink", "RunSummary", "default_history_path"]
+
+log = logging.getLogger("swarmkit")
+
+
+def default_history_path() -> Path:
+    """``$SWARMKIT_HISTORY`` if set, else ``.swarmkit/history.db`` under the current folder."""
+    return SwarmConfig.from_env(os.environ).history_file()
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One row of ``History.recent``."""
+
+    run_id: str
+    started_at: str
+    task: str
+    status: str
+    workers: int
+    calls: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+    duration: float
+    models: dict[str, str]
+
+
+class History:
+    """The history database at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_history_path()
+        self.db = Database(self.path)
+
+    @staticmethod
+    def reset(path: str | os.PathLike[str] | None = None) -> Path:
+        """Move a corrupt database aside (``history.db.corrupt-<n>``); a new one is made
+        on next use. Returns where the old file went."""
+        return reset_database(Path(path) if path is not None else default_history_path())
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def save(self, run: Run, secrets: Mapping[str, str] | None = None) -> None:
+        """Store (or replace) a run with its calls and tool calls, in one transaction."""
+        run_json = run.to_json(indent=None)
+        leaked = find_secret(run_json, secrets or {})
+        if leaked is not None:
+            raise StoreError(
+                f"run {run.run_id} not saved to history: it holds the value of ${leaked}; "
+                "keep the key out of prompts and tool results"
+            )
+        usage = run.usage
+        cost = run.cost_usd
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run.run_id, run.task, run.started_at, run.status, run.answer, run.error,
+                 run.duration, len(run.workers), len(run.calls), usage.prompt_tokens,
+                 usage.completion_tokens, None if cost is None else str(cost),
+                 canonical_json(run.models), canonical_json(run.config), run_json, time.time()),
+            )
+            conn.execute("DELETE FROM calls WHERE run_id = ?", (run.run_id,))
+            conn.execute("DELETE FROM tool_calls WHERE run_id = ?", (run.run_id,))
+            conn.executemany(
+                "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run.run_id, seq, c.step, c.role, c.model, c.source, c.attempts,
+                  c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.cached_tokens,
+                  c.usage.reasoning_tokens, c.usage.requests,
+                  None if c.cost_usd is None else str(c.cost_usd), c.started, c.latency,
+                  c.fingerprint, c.occurrence, c.error, c.status)
+                 for seq, c in enumerate(run.calls)],
+            )
+            conn.executemany(
+                "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(run.run_id, seq, t.worker, t.hop, t.call_id, t.tool, t.arguments, t.result,
+                  t.error, t.started, t.duration, t.source)
+                 for seq, t in enumerate(run.tool_calls)],
+            )
+
+    def save_cassette(self, cassette: Cassette, secrets: Mapping[str, str] | None = None) -> None:
+        """Keep a run's cassette, so any past run can be replayed or exported."""
+        text = cassette.dumps()
+        leaked = find_secret(text, secrets or {})
+        if leaked is not None:
+            raise CassetteError(
+                f"cassette of run {cassette.run_id} not saved to history: it holds the value "
+                f"of ${leaked}; keep the key out of prompts and tool results"
+            )
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO cassettes VALUES (?, ?, ?)",
+                         (cassette.run_id, text, time.time()))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def resolve(self, run_id: str) -> str:
+        """The full id of the one run whose id is or starts with ``run_id``."""
+        run_id = run_id.strip()
+        if not run_id:
+            raise StoreError("give a run id (or its first characters); see %swarm history")
+        pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.db.query(
+            "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY saved DESC",
+            (pattern,),
+        )
+        ids = [row["run_id"] for row in rows]
+        if run_id in ids:
+            return run_id
+        if not ids:
+            raise StoreError(f"no run {run_id!r} in history {self.path}; see %swarm history")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5])
+            raise StoreError(f"run id {run_id!r} is ambiguous ({shown}); give more characters")
+        return str(ids[0])
+
+    def recent(self, n: int = 10) -> list[RunSummary]:
+        rows = self.db.query(
+            "SELECT * FROM runs ORDER BY saved DESC, rowid DESC LIMIT ?", (max(0, n),)
+        )
+        return [
+            RunSummary(
+                run_id=row["run_id"], started_at=row["started_at"], task=row["task"],
+                status=row["status"], workers=row["workers"], calls=row["calls"],
+                prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+                cost_usd=decimal_or_none(row["cost_usd"]), duration=row["duration"],
+                models=json.loads(row["models"]),
+            )
+            for row in rows
+        ]
+
+    def load_run(self, run_id: str) -> Run:
+        full = self.resolve(run_id)
+        rows = self.db.query("SELECT run_json FROM runs WHERE run_id = ?", (full,))
+        return Run.from_json(rows[0]["run_json"])
+
+    def calls(self, run_id: str) -> list[CallRecord]:
+        full = self.resolve(run_id)
+        rows = self.db.query("SELECT * FROM calls WHERE run_id = ? ORDER BY seq", (full,))
+        return [
+            CallRecord(
+                step=r["step"], role=r["role"], model=r["model"], source=r["source"],
+                usage=Usage(r["prompt_tokens"], r["completion_tokens"], r["cached_tokens"],
+                            r["reasoning_tokens"], r["requests"]),
+                cost_usd=decimal_or_none(r["cost_usd"]), started=r["started"],
+                latency=r["latency"], attempts=r["attempts"], fingerprint=r["fingerprint"],
+                occurrence=r["occurrence"], error=r["error"], status=r["status"],
+            )
+            for r in rows
+        ]
+
+    def tool_calls(self, run_id: str) -> list[ToolCallRecord]:
+        full = self.resolve(run_id)
+        rows = self.db.query("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY seq", (full,))
+        return [
+            ToolCallRecord(
+                worker=r["worker"], hop=r["hop"], call_id=r["call_id"], tool=r["tool"],
+                arguments=r["arguments"], result=r["result"], error=r["error"],
+                started=r["started"], duration=r["duration"], source=r["source"],
+            )
+            for r in rows
+        ]
+
+    def cassette(self, run_id: str) -> Cassette | None:
+        """The run's cassette, or None when it was run without one being kept."""
+        full = self.resolve(run_id)
+        rows = self.db.query("SELECT cassette FROM cassettes WHERE run_id = ?", (full,))
+        return Cassette.loads(rows[0]["cassette"], f"history:{full}") if rows else None
+
+
+class HistorySink:
+    """Writes each run to the history when it finishes, whatever its outcome."""
+
+    def __init__(self, history: History, secrets: Mapping[str, str] | None = None) -> None:
+        self.history = history
+        self.secrets = dict(secrets or {})
+        self.error: StoreError | None = None
+        self._recorder = RunRecorder()  # its own copy: sinks never reach into the engine
+
+    def on_event(self, event: Event) -> None:
+        self._recorder.on_event(event)
+        run = self._recorder.run
+        if isinstance(event, RunFinished) and run is not None:
+            try:
+                self.history.save(run, self.secrets)
+            except StoreError as exc:  # history is a record, never a reason to fail a run
+                self.error = exc
+                log.warning("swarmkit: history not saved: %s", exc)
