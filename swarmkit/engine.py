@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -28,6 +29,7 @@ from .errors import (
 from .events import (
     BudgetUpdated,
     CallFinished,
+    CallStarted,
     Event,
     PlanReady,
     ReducerDelta,
@@ -56,6 +58,38 @@ _REDUCER_SHARE = Decimal("0.25")
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+class _Attempts:
+    """Follows one logical call's attempts through the CallStarted events its caller emits.
+
+    Streamed text is tagged with its attempt, so a sink can drop the text of a stream
+    that was cut off and retried; a cancelled call knows how many requests it had sent.
+    """
+
+    __slots__ = ("_emit", "_on_delta", "count")
+
+    def __init__(
+        self, emit: Callable[[Event], None], on_delta: Callable[[str, int], None] | None
+    ) -> None:
+        self._emit, self._on_delta, self.count = emit, on_delta, 0
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, CallStarted):
+            self.count = event.attempt
+        self._emit(event)
+
+    def deliver(self, text: str) -> None:
+        assert self._on_delta is not None
+        self._on_delta(text, max(self.count, 1))
+
+
+def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
+    labels = Counter(r.status_label for r in records)
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
+    budget = any(r.reason == "budget" for r in records)
+    hint = "raise the budget or lower max_tokens" if budget else "see the workers' errors"
+    return f"no worker finished ({counts}); nothing to reduce; {hint}"
 
 
 class Engine:
@@ -131,22 +165,26 @@ class Engine:
         *,
         tally: WorkerTally | None = None,
         reservation: Reservation | None = None,
-        on_delta: Callable[[str], None] | None = None,
+        on_delta: Callable[[str, int], None] | None = None,
     ) -> CallOutcome:
-        """One model call under the budget. Raises BudgetExceeded or ProviderError."""
+        """One model call under the budget. Raises BudgetExceeded or ProviderError.
+
+        ``on_delta(text, attempt)`` receives streamed text with the attempt it belongs to.
+        """
         if reservation is None and self.budget.capped:
             usd, tokens = self._worst_case(role, request)
             reservation = await self.budget.reserve(usd, tokens, what=step)
         started = self.now()
+        attempts = _Attempts(self.emit, on_delta)
         try:
             outcome = await self.caller.complete(
                 request,
                 role=self.config.role(role),
                 run_id=self.run_id,
                 step=step,
-                emit=self.emit,
+                emit=attempts.emit,
                 clock=self.now,
-                on_delta=on_delta,
+                on_delta=None if on_delta is None else attempts.deliver,
             )
         except ProviderError as exc:
             if reservation is not None:
@@ -167,9 +205,20 @@ class Engine:
             )
             self._finish_call(record, tally)
             raise
-        except BaseException:
+        except BaseException as exc:
             if reservation is not None:
                 self.budget.release(reservation)
+            if isinstance(exc, asyncio.CancelledError) and attempts.count:
+                # Requests were sent: keep them in the Run, unbilled, like failed calls.
+                reason = self.cancel_reason
+                record = CallRecord(
+                    step=step, role=role, model=request.model, source="live",
+                    usage=Usage(requests=attempts.count), cost_usd=Decimal(0),
+                    started=started, latency=self.now() - started, attempts=attempts.count,
+                    fingerprint=request.fingerprint(),
+                    error=f"cancelled ({reason})" if reason else "cancelled",
+                )
+                self._finish_call(record, tally)
             raise
         usage = outcome.response.usage
         if outcome.cost_recorded:
@@ -363,13 +412,13 @@ class Engine:
         done = [r for r in records if r.status == "completed"]
         self.budget.release_hold()
         if not done:
-            return "failed", None, f"no worker finished ({len(records)} tried); nothing to reduce"
+            return "failed", None, _nothing_to_reduce(records)
         inputs = [(r.index, r.task, r.output or "") for r in done]
         request, reservation, inputs = await self._reserve_reducer(task, inputs)
         self.emit(ReducerStarted(tuple(index for index, _, _ in inputs), self.now()))
 
-        def on_delta(text: str) -> None:
-            self.emit(ReducerDelta(text, self.now()))
+        def on_delta(text: str, attempt: int) -> None:
+            self.emit(ReducerDelta(text, self.now(), attempt))
 
         outcome = await self.call(
             "reducer", "reducer", request, reservation=reservation, on_delta=on_delta

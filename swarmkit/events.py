@@ -142,8 +142,15 @@ class ReducerStarted:
 
 @dataclass(frozen=True, slots=True)
 class ReducerDelta:
+    """A piece of the reducer's streamed answer.
+
+    A delta whose ``attempt`` differs from the previous one starts the text over: the
+    earlier attempt's stream was cut off and the call is being retried from the start.
+    """
+
     text: str
     t: float
+    attempt: int = 1
     kind: Literal["reducer_delta"] = "reducer_delta"
 
 

@@ -13,6 +13,7 @@ Needs the ``testing`` extra (aiohttp).
 from __future__ import annotations
 
 from .faults import Fault, FaultKind, FaultRule
+from .invariants import run_problems
 from .replies import (
     FakeReply,
     FakeRequest,
@@ -37,4 +38,5 @@ __all__ = [
     "default_reply",
     "estimate_tokens",
     "role_of_step",
+    "run_problems",
 ]

@@ -1,0 +1,40 @@
+"""Shared options for the reliability suite: a fake key and fast retries against FakeServer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from swarmkit.testing import FakeServer
+
+KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
+KEY = "sk-swarmkit-CANARY-reliability-7f3a9c"
+
+
+@pytest.fixture(autouse=True)
+def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+Options = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def options() -> Options:
+    """``options(server, **extra)``: run options pointing at ``server`` with quick retries."""
+
+    def build(server: FakeServer, **extra: Any) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "model": "gpt-4.1-mini",
+            "base_url": server.base_url,
+            "api_key_env": KEY_ENV,
+            "backoff_base": 0.001,
+            "backoff_max": 0.05,
+            "call_timeout": 5.0,
+        }
+        base.update(extra)
+        return base
+
+    return build
