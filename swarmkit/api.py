@@ -79,12 +79,19 @@ async def create_engine(
     Without ``caller`` the engine gets a :class:`~swarmkit.store.CallStore` built from
     the config: ``cache`` (off by default here, on in a notebook session), ``record``,
     ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
+
+    ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
+    ...]}`` give the workers a tool loop (``swarmkit.tools``).
     """
     env = os.environ if env is None else env
+    tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     config = SwarmConfig.from_options(config, env=env, **options)
+    from .tools import build_worker_loop
+
+    worker_loop = await build_worker_loop(tools, mcp_servers)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
-        return Engine(config, caller=caller, sinks=sinks)
+        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop)
     from .store import CallStore, Cassette
 
     cassette = None
@@ -101,7 +108,8 @@ async def create_engine(
         return OpenAIProvider(store_config, env=env)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
-    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], **store.engine_options())
+    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], worker_loop=worker_loop,
+                  **store.engine_options())
 
 
 async def run(
