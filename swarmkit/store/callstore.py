@@ -35,6 +35,7 @@ from .secrets import find_secret, secret_values
 
 if TYPE_CHECKING:
     from ..config import RoleConfig
+    from ..provider import Provider
 
 __all__ = ["CallStore"]
 
@@ -51,7 +52,7 @@ class CallStore:
 
     def __init__(
         self,
-        provider: Any = None,
+        provider: Provider | None = None,
         *,
         cache: ResponseCache | None = None,
         recorder: CassetteRecorder | None = None,
@@ -80,7 +81,7 @@ class CallStore:
         config: SwarmConfig,
         *,
         env: Mapping[str, str],
-        provider_factory: Callable[[], Any] | None = None,
+        provider_factory: Callable[[], Provider] | None = None,
         cassette: Cassette | None = None,
     ) -> CallStore:
         """The store ``config`` asks for: replay, or cache/record/history over a provider.
@@ -107,7 +108,12 @@ class CallStore:
         if history is not None and config.history:
             store.sinks.append(HistorySink(history, secrets))
         if provider_factory is not None:
-            store.provider = provider_factory()
+            try:
+                store.provider = provider_factory()
+            except BaseException:
+                if history is not None:
+                    history.close()
+                raise
         return store
 
     @property
