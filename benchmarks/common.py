@@ -1,14 +1,21 @@
-"""What the benchmark's processes share: the key variable, the environment, the meters."""
+"""What the benchmark's processes share: the environment, the meters, the child processes."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import itertools
 import json
 import os
 import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +24,13 @@ __all__ = [
     "ROOT",
     "TASK",
     "child_env",
+    "child_json",
     "client_parser",
     "cpu_seconds",
+    "fake_server",
     "import_http_stack",
     "measure_and_print",
+    "new_history",
     "peak_rss_kib",
     "rss_kib",
 ]
@@ -31,9 +41,28 @@ KEY_ENV = "BENCH_API_KEY"
 TASK = "Compare five vector databases for a small team."
 
 
-def child_env() -> dict[str, str]:
-    """The environment for child processes and kernels: swarmkit importable from ROOT."""
+_scratch: list[Path] = []
+_numbers = itertools.count(1)
+
+
+def new_history() -> Path:
+    """A new run-history file in this benchmark's scratch folder (removed at exit).
+
+    Children run there too, so nothing they write lands in the checkout.
+    """
+    if not _scratch:
+        folder = Path(tempfile.mkdtemp(prefix="swarmkit-bench-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _scratch.append(folder)
+    return _scratch[0] / f"history-{next(_numbers)}.db"
+
+
+def child_env(history: Path | None = None) -> dict[str, str]:
+    """The environment for child processes and kernels: swarmkit importable from ROOT,
+    and its run history in ``history`` (never in the checkout)."""
     env = dict(os.environ)
+    if history is not None:
+        env["SWARMKIT_HISTORY"] = str(history)
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(ROOT) if not path else f"{ROOT}{os.pathsep}{path}"
     env[KEY_ENV] = "bench-key"
@@ -97,3 +126,48 @@ def measure_and_print(swarm: Awaitable[dict[str, Any]]) -> int:
     print one JSON line: wall and CPU seconds, peak and starting RSS in KiB."""
     print(json.dumps(asyncio.run(_measure(swarm))), flush=True)
     return 0
+
+
+@contextmanager
+def fake_server(latency: float, plan_tasks: int, **limits: int) -> Iterator[str]:
+    """A FakeServer in its own process (its CPU is not the client's); yields base_url."""
+    argv = [
+        sys.executable, "-m", "swarmkit.testing", "--port", "0", "--latency", str(latency),
+        "--plan-tasks", str(plan_tasks), "--lifetime", "3600", "--max-requests", "1000000",
+    ]
+    for name, value in limits.items():
+        argv += [f"--{name.replace('_', '-')}", str(value)]
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env(),
+        cwd=new_history().parent,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "READY":
+            raise RuntimeError(f"the fake server did not start (said {line!r})")
+        yield line[1]
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # it stops when its stdin closes
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def child_json(argv: list[str], timeout: float = 600) -> dict[str, Any]:
+    """Run a measuring child process; returns the JSON object it printed last."""
+    history = new_history()
+    done = subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, env=child_env(history),
+        cwd=history.parent, timeout=timeout, check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    if not result.get("ok"):
+        raise RuntimeError(f"{argv[0]} ran but its swarm did not complete: {result}")
+    return result

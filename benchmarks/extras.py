@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from common import KEY_ENV, ROOT, child_env
+from common import KEY_ENV, ROOT, child_env, child_json, fake_server, new_history
 from kernel import load_ext_in_kernel, magic_available
 
 __all__ = ["load_ext_times", "machine_line", "report_all"]
@@ -58,9 +54,10 @@ def load_ext_times(times: int) -> list[float]:
     """``%load_ext swarmkit`` in fresh ``python`` processes with an IPython shell."""
     walls = []
     for _ in range(times):
+        history = new_history()
         done = subprocess.run(
             [sys.executable, "-c", _LOAD_EXT], capture_output=True, text=True,
-            env=child_env(), cwd=ROOT, timeout=120, check=True,
+            env=child_env(history), cwd=history.parent, timeout=120, check=True,
         )
         result = json.loads(done.stdout.strip().splitlines()[-1])
         if result["openai"]:
@@ -81,56 +78,54 @@ def report_load_ext(quick: bool, with_kernel: bool) -> None:
     line = (f"%load_ext swarmkit: median {statistics.median(walls) * 1000:.0f} ms in a fresh "
             f"IPython shell (of {len(walls)}; openai not imported)")
     if with_kernel:
-        kernel = [load_ext_in_kernel() for _ in range(1 if quick else 3)]
+        kernel = [load_ext_in_kernel(new_history()) for _ in range(1 if quick else 3)]
         line += f"; {statistics.median(kernel) * 1000:.0f} ms in a fresh kernel"
     print(line + "   target < 100 ms")
 
 
-def report_replay(quick: bool, fake_server: Callable[..., Any],
-                  child_json: Callable[..., dict[str, Any]]) -> None:
+def report_replay(quick: bool) -> None:
     if not _available("swarmkit.store"):
         print("replay of a recorded 100-worker run: not available "
               "(record=/replay= from the call store are not on this branch)")
         return
     workers = 10 if quick else 100
-    with tempfile.TemporaryDirectory() as folder:
-        cassette = str(Path(folder) / "bench.swarm.json")
-        common = ["--workers", str(workers), "--concurrency", "20", "--api-key-env", KEY_ENV]
-        with fake_server(0.0 if quick else 0.1, workers) as url:
-            child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common,
-                        "--option", f"record={cassette}"])
-        # The server is gone: a replay that touched the network would fail.
-        closed = "http://127.0.0.1:9/v1"
-        walls = [
-            child_json([str(HERE / "swarm_client.py"), "--base-url", closed, *common,
-                        "--option", f"replay={cassette}"])["wall"]
-            for _ in range(1 if quick else 5)
-        ]
+    cassette = str(new_history().with_suffix(".swarm.json"))
+    common = ["--workers", str(workers), "--concurrency", "20", "--api-key-env", KEY_ENV]
+    with fake_server(0.0 if quick else 0.1, workers) as url:
+        child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common,
+                    "--option", f"record={cassette}"])
+    # The server is gone: a replay that touched the network would fail.
+    closed = "http://127.0.0.1:9/v1"
+    walls = [
+        child_json([str(HERE / "swarm_client.py"), "--base-url", closed, *common,
+                    "--option", f"replay={cassette}"])["wall"]
+        for _ in range(1 if quick else 5)
+    ]
     print(f"replay of a recorded {workers}-worker run: median {statistics.median(walls):.3f} s "
           f"(of {len(walls)}, server stopped)   target < 0.5 s")
 
 
-def report_rate_limited(quick: bool, latency: float, fake_server: Callable[..., Any],
-                        child_json: Callable[..., dict[str, Any]]) -> None:
+def report_rate_limited(quick: bool, latency: float) -> None:
     if not _available("swarmkit.limits"):
         print("rate-limited run: not available (rpm/tpm limits are not on this branch)")
         return
-    workers, concurrency, rpm = (10, 5, 600) if quick else (100, 20, 1200)
-    # Every request after the first is spaced by 60/rpm at best, and no wave can be
-    # faster than the latency: the ideal is the slower of the two, plus planner/reducer.
-    spacing = 60 / rpm
-    ideal = 2 * latency + max(workers * spacing, math.ceil(workers / concurrency) * latency)
+    from swarmkit.limits import ideal_wall_time
+
+    # A short window stands in for the minute, so the run takes seconds, not minutes.
+    workers, concurrency, limit, window = (10, 5, 6, 0.5) if quick else (100, 20, 20, 1.0)
+    ideal = ideal_wall_time(workers + 2, limit=limit, window=window, latency=latency,
+                            concurrency=concurrency)
+    options = ["--option", f"rpm={limit}", "--option", f"rate_window={window}"]
     common = ["--workers", str(workers), "--concurrency", str(concurrency),
-              "--api-key-env", KEY_ENV, "--option", f"rpm={rpm}"]
-    with fake_server(latency, workers, rpm_limit=rpm) as url:
+              "--api-key-env", KEY_ENV, *options]
+    with fake_server(latency, workers, rpm_limit=limit, window=window) as url:
         result = child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common])
-    print(f"rate-limited run (N={workers}, C={concurrency}, rpm={rpm}, server enforces "
-          f"{rpm}/min): {result['wall']:.2f} s against an ideal of {ideal:.2f} s "
-          f"(ratio {result['wall'] / ideal:.2f}); {result['retries']} retries")
+    print(f"rate-limited run: N={workers}, C={concurrency}, rpm={limit} per {window:g} s window "
+          f"(the server 429s past it): {result['wall']:.2f} s against an ideal of {ideal:.2f} s "
+          f"(ratio {result['wall'] / ideal:.2f}), {result['retries']} retries")
 
 
-def report_all(*, quick: bool, latency: float, with_kernel: bool,
-               fake_server: Callable[..., Any], child_json: Callable[..., dict[str, Any]]) -> None:
+def report_all(*, quick: bool, latency: float, with_kernel: bool) -> None:
     report_load_ext(quick, with_kernel)
-    report_replay(quick, fake_server, child_json)
-    report_rate_limited(quick, latency, fake_server, child_json)
+    report_replay(quick)
+    report_rate_limited(quick, latency)

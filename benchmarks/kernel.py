@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from common import KEY_ENV, ROOT, TASK, child_env
+from common import KEY_ENV, TASK, child_env
+
+from swarmkit.testing.kernel import KernelSession
 
 __all__ = ["dashboard_available", "kernel_swarm", "load_ext_in_kernel", "magic_available"]
 
@@ -70,38 +71,12 @@ def dashboard_available() -> bool:
     return importlib.util.find_spec("swarmkit.dashboard") is not None
 
 
-@contextmanager
-def fresh_kernel() -> Iterator[Any]:
-    from jupyter_client.manager import KernelManager
-
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env=child_env(), cwd=str(ROOT))
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def execute(client: Any, code: str) -> list[str]:
-    """Run ``code``; returns its stdout lines. Raises if the cell raised."""
-    out: list[str] = []
-    errors: list[str] = []
-
-    def hook(msg: dict[str, Any]) -> None:
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream" and content.get("name") == "stdout":
-            out.append(content["text"])
-        elif kind == "error":
-            errors.append(f"{content['ename']}: {content['evalue']}")
-
-    reply = client.execute_interactive(code, output_hook=hook, timeout=_TIMEOUT)
-    if reply["content"]["status"] != "ok" or errors:
-        raise RuntimeError(f"kernel cell failed: {errors or reply['content']}")
-    return "".join(out).splitlines()
+def execute(kernel: KernelSession, code: str) -> list[str]:
+    """Run ``code``; returns its printed lines. Raises if the cell raised."""
+    reply, printed = kernel.execute(code, timeout=_TIMEOUT)
+    if reply["status"] != "ok" or "ERROR " in printed:
+        raise RuntimeError(f"kernel cell failed: {printed[-2000:] or reply}")
+    return printed.splitlines()
 
 
 def _bench_line(lines: list[str]) -> dict[str, Any]:
@@ -112,19 +87,25 @@ def _bench_line(lines: list[str]) -> dict[str, Any]:
     return result
 
 
-def kernel_swarm(base_url: str, workers: int, concurrency: int, extra: str = "") -> dict[str, Any]:
-    """One %%swarm run in a fresh kernel; the same JSON shape as the other variants."""
+def kernel_swarm(
+    base_url: str, workers: int, concurrency: int, history: Path, extra: str = ""
+) -> dict[str, Any]:
+    """One %%swarm run in a fresh kernel; the same JSON shape as the other variants.
+
+    ``history`` must be a new file: the magic turns the cache on, and a history that
+    already holds this swarm would answer it from the cache.
+    """
     line = (f"--model gpt-4.1-mini --base-url {base_url} --api-key-env {KEY_ENV} "
             f"--workers {workers} --concurrency {concurrency} --out bench_run {extra}").strip()
-    with fresh_kernel() as client:
-        execute(client, _SETUP)
-        result = _bench_line(execute(client, _TIMED.format(line=line, task=TASK)))
+    with KernelSession(env=child_env(history), cwd=history.parent) as kernel:
+        execute(kernel, _SETUP)
+        result = _bench_line(execute(kernel, _TIMED.format(line=line, task=TASK)))
     if not result["ok"]:
         raise RuntimeError(f"the %%swarm run did not complete: {result}")
     return result
 
 
-def load_ext_in_kernel() -> float:
+def load_ext_in_kernel(history: Path) -> float:
     """Seconds for ``%load_ext swarmkit`` as the first thing a fresh kernel does."""
     code = (
         "import time, sys\n_t0 = time.perf_counter()\n"
@@ -132,8 +113,8 @@ def load_ext_in_kernel() -> float:
         "print('BENCH ' + __import__('json').dumps({'wall': time.perf_counter() - _t0, "
         "'openai': 'openai' in sys.modules}))\n"
     )
-    with fresh_kernel() as client:
-        result = _bench_line(execute(client, code))
+    with KernelSession(env=child_env(history), cwd=history.parent) as kernel:
+        result = _bench_line(execute(kernel, code))
     if result["openai"]:
         raise RuntimeError("%load_ext swarmkit imported openai; it must stay lazy")
     return float(result["wall"])

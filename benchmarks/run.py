@@ -19,14 +19,11 @@ only: imports and kernel start-up are outside the clock. See benchmarks/README.m
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +33,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmark modules, then swarmkit itself
 
 import extras  # noqa: E402
-from common import KEY_ENV, child_env  # noqa: E402
+from common import KEY_ENV, child_json, fake_server, new_history  # noqa: E402
 from kernel import kernel_swarm, magic_available  # noqa: E402
 
 __all__ = ["main"]
@@ -71,50 +68,6 @@ class Variant:
         )
 
 
-@contextmanager
-def fake_server(latency: float, plan_tasks: int, **limits: int) -> Iterator[str]:
-    """A FakeServer in its own process (its CPU is not the client's); yields base_url."""
-    argv = [
-        sys.executable, "-m", "swarmkit.testing", "--port", "0", "--latency", str(latency),
-        "--plan-tasks", str(plan_tasks), "--lifetime", "3600", "--max-requests", "1000000",
-    ]
-    for name, value in limits.items():
-        argv += [f"--{name.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env(),
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().split()
-        if len(line) != 2 or line[0] != "READY":
-            raise RuntimeError(f"the fake server did not start (said {line!r})")
-        yield line[1]
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()  # it stops when its stdin closes
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def child_json(argv: list[str], timeout: float = 600) -> dict[str, Any]:
-    """Run a measuring child process; returns the JSON object it printed last."""
-    done = subprocess.run(
-        [sys.executable, *argv], capture_output=True, text=True, env=child_env(), cwd=ROOT,
-        timeout=timeout, check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    if not result.get("ok"):
-        raise RuntimeError(f"{argv[0]} ran but its swarm did not complete: {result}")
-    return result
-
-
 def measure_size(
     n: int, c: int, latency: float, repeats: int, with_kernel: bool
 ) -> dict[str, Variant]:
@@ -126,7 +79,7 @@ def measure_size(
         runners: dict[str, Callable[[], dict[str, Any]]] = {
             "b": lambda: child_json([str(HERE / "baseline.py"), "--base-url", url, *common]),
             "c": lambda: child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common]),
-            "d": lambda: kernel_swarm(url, n, c),
+            "d": lambda: kernel_swarm(url, n, c, new_history()),
         }
         order = list(variants)
         print(f"measuring N={n} C={c} ", end="", flush=True, file=sys.stderr)
@@ -206,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"baseline {variants['b'].rss_delta_mib * 1000 / n:.1f} MiB")
     if not args.no_extras:
         print()
-        extras.report_all(quick=args.quick, latency=latency, with_kernel=not args.no_kernel,
-                          fake_server=fake_server, child_json=child_json)
+        extras.report_all(quick=args.quick, latency=latency, with_kernel=not args.no_kernel)
     print(f"\n(benchmark took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return 0
 

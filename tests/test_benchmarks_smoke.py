@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # a few fresh processes and a kernel: 5-20 s on 2 cores
 def test_quick_benchmark_prints_the_ratio_rows() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"],
