@@ -74,8 +74,8 @@ FLAGS: list[Flag] = [
     Flag("--temperature", "sampling temperature (0-2)", metavar="T"),
     Flag("--seed", "sampling seed", metavar="N"),
     Flag("--run-timeout", "cancel the run after this many seconds", metavar="S"),
-    Flag("--rpm", "requests per minute per endpoint", metavar="N"),
-    Flag("--tpm", "tokens per minute per endpoint", metavar="N"),
+    Flag("--rpm", "requests per minute, per key at each endpoint", metavar="N"),
+    Flag("--tpm", "tokens per minute, per key at each endpoint", metavar="N"),
     # prompts
     Flag("--system", "system prompt of the workers", option="system_prompt", metavar="TEXT"),
     Flag("--reducer-prompt", "system prompt of the reducer", metavar="TEXT"),

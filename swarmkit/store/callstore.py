@@ -214,7 +214,7 @@ class CallStore:
         if find_secret(response.content or "", self.secrets) is not None:
             return  # a response echoing a key is never written to disk
         try:
-            self.cache.put(fingerprint, occurrence, model, response)
+            self.cache.put_later(fingerprint, occurrence, model, response, self._cache_failed)
         except StoreError as exc:
             self._cache_failed(exc)
 
@@ -255,7 +255,7 @@ class CallStore:
                 log.warning("swarmkit: %s", exc)
         if keep and self._history is not None:
             try:
-                self._history.save_cassette(cassette, self.secrets)
+                self._history.save_cassette_later(cassette, self.secrets)
             except StoreError as exc:
                 log.warning("swarmkit: history not saved: %s", exc)
 
