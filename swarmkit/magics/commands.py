@@ -66,6 +66,9 @@ COMMANDS: dict[str, Command] = {
                      "swarmkit.magics.history:rerun_command"),
     "diff": Command("diff RUN_A RUN_B", "plan, per-worker cost and answers side by side",
                     "swarmkit.magics.history:diff_command"),
+    "export": Command("export [RUN] PATH.ipynb",
+                      "write a run as a notebook + cassette that replays offline (nbval)",
+                      "swarmkit.magics.export:export_command"),
 }
 
 
