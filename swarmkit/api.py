@@ -11,7 +11,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
 from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
@@ -19,6 +19,9 @@ from .engine import Engine
 from .events import Sink
 from .loop import background_loop
 from .run import Run
+
+if TYPE_CHECKING:
+    from .provider import OpenAIProvider
 
 __all__ = ["LiveCaller", "create_engine", "resolve_models", "run", "run_sync"]
 
@@ -98,11 +101,15 @@ async def create_engine(
     if config.replay:
         cassette = await asyncio.to_thread(Cassette.load, config.replay)
         config = cassette.resolve_config(config)
+        if worker_loop is None:  # the recorded tool schemas; results come from the cassette
+            from .tools.replayed import replay_worker_loop
+
+            worker_loop = replay_worker_loop(cassette)
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
     store_config = config
 
-    def provider() -> Any:
+    def provider() -> OpenAIProvider:
         from .provider import OpenAIProvider
 
         return OpenAIProvider(store_config, env=env)

@@ -29,12 +29,14 @@ from ..events import CallRetried, Event, Sink
 from .cache import ResponseCache
 from .cassette import Cassette, RecordedCall
 from .history import History, HistorySink
+from .recent import remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player
 from .secrets import find_secret, secret_values
 
 if TYPE_CHECKING:
     from ..config import RoleConfig
+    from ..provider import Provider
 
 __all__ = ["CallStore"]
 
@@ -51,7 +53,7 @@ class CallStore:
 
     def __init__(
         self,
-        provider: Any = None,
+        provider: Provider | None = None,
         *,
         cache: ResponseCache | None = None,
         recorder: CassetteRecorder | None = None,
@@ -80,7 +82,7 @@ class CallStore:
         config: SwarmConfig,
         *,
         env: Mapping[str, str],
-        provider_factory: Callable[[], Any] | None = None,
+        provider_factory: Callable[[], Provider] | None = None,
         cassette: Cassette | None = None,
     ) -> CallStore:
         """The store ``config`` asks for: replay, or cache/record/history over a provider.
@@ -89,7 +91,9 @@ class CallStore:
         replay, so replay constructs no client at all.
         """
         if config.replay:
-            return cls(player=Player(cassette or Cassette.load(config.replay)))
+            player = Player(cassette or Cassette.load(config.replay))
+            remember_recording(player.cassette)
+            return cls(player=player)
         secrets = secret_values(config, env)
         history = History(config.history_file()) if config.history or config.cache else None
         store = cls(
@@ -99,15 +103,20 @@ class CallStore:
             secrets=secrets,
         )
         store._history = history
-        if config.record or config.history:
-            store.recorder = CassetteRecorder(
-                lambda cassette: store._keep(cassette, config.record, keep=config.history)
-            )
-            store.sinks.append(store.recorder)
+        # Always recorded (in memory), so any finished run can be exported afterwards.
+        store.recorder = CassetteRecorder(
+            lambda cassette: store._keep(cassette, config.record, keep=config.history)
+        )
+        store.sinks.append(store.recorder)
         if history is not None and config.history:
             store.sinks.append(HistorySink(history, secrets))
         if provider_factory is not None:
-            store.provider = provider_factory()
+            try:
+                store.provider = provider_factory()
+            except BaseException:
+                if history is not None:
+                    history.close()
+                raise
         return store
 
     @property
@@ -247,6 +256,7 @@ class CallStore:
     # -- the end of the run ------------------------------------------------------------------
 
     def _keep(self, cassette: Cassette, path: str | None, *, keep: bool) -> None:
+        remember_recording(cassette)
         if path:
             try:
                 cassette.save(path, self.secrets)
