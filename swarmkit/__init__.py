@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "Run": "run",
     "RunCancelled": "errors",
     "StoreError": "errors",
+    "Tool": "tools",
     "SwarmConfig": "config",
     "SwarmError": "errors",
     "ToolCallRecord": "records",
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "load_ipython_extension": "magics",
     "run": "api",
     "run_sync": "api",
+    "tool": "tools",
 }
 
 __all__ = [
@@ -68,6 +70,7 @@ __all__ = [
     "StoreError",
     "SwarmConfig",
     "SwarmError",
+    "Tool",
     "ToolCallRecord",
     "ToolError",
     "Usage",
@@ -76,6 +79,7 @@ __all__ = [
     "load_ipython_extension",
     "run",
     "run_sync",
+    "tool",
 ]
 
 
@@ -130,3 +134,4 @@ if TYPE_CHECKING:
     from .pricing import ModelPrice, PriceTable
     from .records import CallRecord, ToolCallRecord, WorkerRecord
     from .run import Run
+    from .tools import Tool, tool

@@ -11,7 +11,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
 from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
@@ -19,6 +19,9 @@ from .engine import Engine
 from .events import Sink
 from .loop import background_loop
 from .run import Run
+
+if TYPE_CHECKING:
+    from .provider import OpenAIProvider
 
 __all__ = ["LiveCaller", "create_engine", "resolve_models", "run", "run_sync"]
 
@@ -79,12 +82,19 @@ async def create_engine(
     Without ``caller`` the engine gets a :class:`~swarmkit.store.CallStore` built from
     the config: ``cache`` (off by default here, on in a notebook session), ``record``,
     ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
+
+    ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
+    ...]}`` give the workers a tool loop (``swarmkit.tools``).
     """
     env = os.environ if env is None else env
+    tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     config = SwarmConfig.from_options(config, env=env, **options)
+    from .tools import build_worker_loop
+
+    worker_loop = await build_worker_loop(tools, mcp_servers)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
-        return Engine(config, caller=caller, sinks=sinks)
+        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop)
     from .store import CallStore, Cassette
 
     cassette = None
@@ -95,13 +105,14 @@ async def create_engine(
         config = await asyncio.to_thread(resolve_models, config, env)
     store_config = config
 
-    def provider() -> Any:
+    def provider() -> OpenAIProvider:
         from .provider import OpenAIProvider
 
         return OpenAIProvider(store_config, env=env)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
-    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], **store.engine_options())
+    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], worker_loop=worker_loop,
+                  **store.engine_options())
 
 
 async def run(

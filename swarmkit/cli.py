@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int)
     run.add_argument("--base-url", help="any OpenAI-compatible endpoint")
     run.add_argument("--api-key-env", help="name(s) of the env var(s) holding the key")
+    run.add_argument("--rpm", type=float, help="requests per minute allowed per key")
+    run.add_argument("--tpm", type=float, help="tokens per minute allowed per key")
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
     demo = sub.add_parser("demo", help="a full swarm on the embedded local model, no key")
     demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
@@ -144,6 +146,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "base_url": args.base_url,
         "api_key_env": args.api_key_env,
+        "rpm": args.rpm,
+        "tpm": args.tpm,
     }
     run = _run_in_thread_loop(task, options, sys.stderr)
     if args.json:

@@ -96,11 +96,13 @@ class SwarmConfig:
     max_tool_errors: int = 3
     max_tool_result_chars: int = 8000
     tool_timeout: float = 30.0
-    # rate limits (per base URL)
+    # rate limits: rpm/tpm per key at each base URL, counted over rate_window seconds
     rpm: float | None = None
     tpm: float | None = None
+    rate_window: float = 60.0
     adaptive_concurrency: bool = True
-    start_jitter: float = 0.25
+    # None: spread the first wave over 0.25 s only when rpm/tpm are set (limits.start_delay)
+    start_jitter: float | None = None
     # call store
     cache: bool = False
     record: str | None = None
@@ -230,6 +232,12 @@ class SwarmConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name} must be positive, got {value}")
+        if self.rate_window <= 0:
+            raise ConfigError(f"rate_window must be positive seconds, got {self.rate_window}")
+        if self.start_jitter is not None and not 0 <= self.start_jitter <= 0.25:
+            raise ConfigError(
+                f"start_jitter must be between 0 and 0.25 seconds, got {self.start_jitter}"
+            )
         if self.max_tool_hops < 0 or self.tool_concurrency < 1 or self.max_tool_errors < 1:
             raise ConfigError("tool limits must be positive (max_tool_hops may be 0)")
 
@@ -328,7 +336,7 @@ _INT_FIELDS = {
 }
 _FLOAT_FIELDS = {
     "call_timeout", "run_timeout", "backoff_base", "backoff_max", "tool_timeout", "rpm",
-    "tpm", "start_jitter",
+    "tpm", "start_jitter", "rate_window",
 }
 _BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache", "history"}
 

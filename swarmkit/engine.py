@@ -38,6 +38,7 @@ from .events import (
     RunStarted,
     Sink,
 )
+from .limits import worst_case_tokens
 from .planner import parse_plan, plan_formats, repair_message
 from .pricing import PriceTable
 from .records import CallRecord, WorkerRecord
@@ -151,11 +152,11 @@ class Engine:
             self._main.cancel()
 
     def _worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
+        tokens = worst_case_tokens(request, self.config.role(role))
         prompt = request.prompt_token_bound()
-        completion = request.max_tokens or self.config.role(role).max_tokens
         price = self.prices.lookup(request.model)
-        usd = price.bound(prompt, completion) if price is not None else Decimal(0)
-        return usd, prompt + completion
+        usd = price.bound(prompt, tokens - prompt) if price is not None else Decimal(0)
+        return usd, tokens
 
     async def call(
         self,

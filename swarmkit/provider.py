@@ -36,7 +36,8 @@ from .decode import (
     retry_after_seconds,
 )
 from .errors import ConfigError, ProviderError, ResponseFormatUnsupported
-from .events import CallRetried, CallStarted, Event
+from .events import CallRetried, CallStarted, Event, RateLimitWait
+from .limits import RateLimits, worst_case_tokens
 from .store.secrets import MIN_SECRET_CHARS
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
@@ -96,19 +97,22 @@ class OpenAIProvider:
         self._clients: dict[tuple[str, str], Any] = {}
         self._secrets: set[str] = set()
         self._rng = random.Random()
+        self._limits = RateLimits(config)
 
     # endpoints and clients -------------------------------------------------------------
 
-    def _key_env(self, role: RoleConfig) -> str | None:
-        """The variable whose key this call uses; the first of the role's names that is set.
+    def _key_envs(self, role: RoleConfig) -> tuple[str, ...]:
+        """The variables whose keys this role may use: every one of its names that is set.
 
-        Spreading calls over several keys only changes this choice.
+        With several, each attempt goes to the least-loaded key (see ``swarmkit.limits``).
         """
-        return next((name for name in role.api_key_env if self._env.get(name)), None)
+        return tuple(name for name in role.api_key_env if self._env.get(name))
 
-    def _endpoint(self, role: RoleConfig) -> _Endpoint:
-        """Where ``role`` sends its calls; a ConfigError when its key is missing."""
-        name = self._key_env(role)
+    def _endpoint(self, role: RoleConfig, key_env: str | None = None) -> _Endpoint:
+        """Where ``role`` sends its calls (with ``key_env``'s key, default: the first set);
+        a ConfigError when its key is missing."""
+        names = self._key_envs(role)
+        name = key_env if key_env in names else next(iter(names), None)
         base_url = role.base_url or self._env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
         if name is not None:
             key = self._env[name]
@@ -118,9 +122,9 @@ class OpenAIProvider:
                 self._secrets.add(key.strip())
             return _Endpoint(base_url, name, key)
         if role.base_url is None:
-            names = " or ".join(role.api_key_env) or "OPENAI_API_KEY"
+            names_text = " or ".join(role.api_key_env) or "OPENAI_API_KEY"
             raise ConfigError(
-                f"{names} is not set; export it or pass api_key_env=/--api-key-env "
+                f"{names_text} is not set; export it or pass api_key_env=/--api-key-env "
                 "naming the variable that holds your key"
             )
         first = role.api_key_env[0] if role.api_key_env else ""
@@ -168,29 +172,58 @@ class OpenAIProvider:
         clock: Callable[[], float],
         on_delta: Callable[[str], None] | None = None,
     ) -> ProviderResult:
-        endpoint = self._endpoint(role)
-        client = await self._client(endpoint)
+        endpoint = self._endpoint(role)  # a missing key fails before anything waits
+        key_envs = self._key_envs(role) or (endpoint.key_env,)
+        tokens = worst_case_tokens(request, role)
         started = time.monotonic()
         max_attempts = max(1, self.config.max_attempts)
         attempt = 0
         while True:
             attempt += 1
-            emit(CallStarted(step=step, attempt=attempt, model=request.model, t=clock()))
-            headers = {"X-Swarm-Run": run_id, "X-Swarm-Step": step,
-                       "X-Swarm-Attempt": str(attempt)}
+            # Admitted per attempt: a retry waits its turn and may use another key.
+            admission = await self._limits.admit(
+                endpoint.base_url, key_envs, tokens, step=step, emit=emit, clock=clock
+            )
             try:
+                endpoint = self._endpoint(role, admission.key_env)
+                client = await self._client(endpoint)
+                emit(CallStarted(step=step, attempt=attempt, model=request.model, t=clock()))
+                headers = {"X-Swarm-Run": run_id, "X-Swarm-Step": step,
+                           "X-Swarm-Attempt": str(attempt)}
                 response = await self._attempt(client, endpoint, request, headers, on_delta)
             except _DeltaFailed as failure:
+                admission.abandon()
                 raise failure.original from None  # the caller's own bug: not a server fault
             except ProviderError as exc:
-                if not exc.retryable or attempt >= max_attempts:
+                retry = exc.retryable and attempt < max_attempts
+                delay = self._delay(attempt, exc.retry_after) if retry else 0.0
+                admission.failed(exc.status, emit, clock, pause=delay)
+                if not retry:
                     raise self._final(exc, attempt, endpoint) from None
-                delay = self._delay(attempt, exc.retry_after)
                 emit(CallRetried(step=step, attempt=attempt, error=str(exc), delay=delay,
                                  status=exc.status, t=clock()))
-                await asyncio.sleep(delay)
+                await self._back_off(delay, step, exc.status == 429, emit, clock)
                 continue
+            except BaseException:
+                admission.abandon()
+                raise
+            admission.succeeded(response.usage.total_tokens, emit, clock)
             return ProviderResult(response, attempt, time.monotonic() - started)
+
+    @staticmethod
+    async def _back_off(
+        delay: float, step: str, rate_limited: bool, emit: Callable[[Event], None],
+        clock: Callable[[], float],
+    ) -> None:
+        """Sleep before a retry; after a 429 the call shows as waiting on a rate limit."""
+        if not rate_limited:
+            await asyncio.sleep(delay)
+            return
+        emit(RateLimitWait(step=step, waiting=True, t=clock()))
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            emit(RateLimitWait(step=step, waiting=False, t=clock()))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

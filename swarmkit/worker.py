@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .calls import CallOutcome, ChatRequest, Usage
 from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from .events import Event, WorkerFinished, WorkerStarted
+from .limits import start_delay
 from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ async def run_worker(
 
     try:
         async with slots:
+            delay = start_delay(engine.config, index)
+            if delay:
+                await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
             engine.emit(WorkerStarted(index, subtask, engine.now()))
             messages = worker_messages(engine.config.system_prompt, task, index, subtask, total)
             if engine.worker_loop is not None:

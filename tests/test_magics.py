@@ -30,12 +30,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def shell() -> InteractiveShell:
+def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InteractiveShell]:
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     ip = InteractiveShell.instance(config=config)
     ip.run_line_magic("load_ext", "swarmkit")
-    return ip
+    # Runs keep their history; keep it out of the checkout.
+    before = os.environ.get("SWARMKIT_HISTORY")
+    os.environ["SWARMKIT_HISTORY"] = str(tmp_path_factory.mktemp("magics") / "history.db")
+    yield ip
+    if before is None:
+        os.environ.pop("SWARMKIT_HISTORY", None)
+    else:
+        os.environ["SWARMKIT_HISTORY"] = before
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,9 @@ COMMANDS: dict[str, Command] = {
                      "swarmkit.magics.history:rerun_command"),
     "diff": Command("diff RUN_A RUN_B", "plan, per-worker cost and answers side by side",
                     "swarmkit.magics.history:diff_command"),
+    "mcp": Command("mcp add|list|remove ...",
+                   "MCP servers: add NAME -- CMD [ARGS], list, remove NAME (tools for %%swarm)",
+                   "swarmkit.magics.tools:mcp_command"),
 }
 
 

@@ -132,7 +132,9 @@ class SwarmMagics(Magics):
         if args.dry_run:
             return self._dry_run(task, config, args)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        handle = SwarmHandle(task, config, engine_options=args.engine_options)
+        from .tools import with_session_tools
+
+        handle = SwarmHandle(task, config, engine_options=with_session_tools(args.engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None
         dashboard = self._dashboard(task, config, handle, args.background) if live else None

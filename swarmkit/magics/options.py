@@ -56,6 +56,12 @@ class Flag:
         return self.option or self.dest
 
 
+def _resolve_tools(value: Any, namespace: Mapping[str, Any]) -> Any:
+    from .tools import resolve_tools  # loads pydantic: only when --tools is used
+
+    return resolve_tools(value, namespace)
+
+
 FLAGS: list[Flag] = [
     # models and endpoints
     Flag("--model", "model for every role (a name, 'auto' or 'local')", metavar="NAME"),
@@ -74,8 +80,17 @@ FLAGS: list[Flag] = [
     Flag("--temperature", "sampling temperature (0-2)", metavar="T"),
     Flag("--seed", "sampling seed", metavar="N"),
     Flag("--run-timeout", "cancel the run after this many seconds", metavar="S"),
-    Flag("--rpm", "requests per minute per endpoint", metavar="N"),
-    Flag("--tpm", "tokens per minute per endpoint", metavar="N"),
+    Flag("--rpm", "requests per minute, per key at each endpoint", metavar="N"),
+    Flag("--tpm", "tokens per minute, per key at each endpoint", metavar="N"),
+    # tools
+    Flag("--tools", "@swarmkit.tool functions from the notebook, comma-separated",
+         target="engine", metavar="A,B", resolve=_resolve_tools),
+    Flag("--max-tool-hops", "model turns per worker that may call tools", metavar="N"),
+    Flag("--tool-concurrency", "tool calls running at once in one turn", metavar="N"),
+    Flag("--max-tool-errors", "tool errors before a worker fails (tools)", metavar="N"),
+    Flag("--max-tool-result-chars", "tool results are cut to this many characters",
+         metavar="N"),
+    Flag("--tool-timeout", "seconds one tool call may take", metavar="S"),
     # prompts
     Flag("--system", "system prompt of the workers", option="system_prompt", metavar="TEXT"),
     Flag("--reducer-prompt", "system prompt of the reducer", metavar="TEXT"),

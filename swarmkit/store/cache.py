@@ -8,12 +8,29 @@ refreshed step is served its fresh answer next time.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from collections.abc import Callable
 
 from ..calls import ChatResponse, canonical_json
+from ..errors import StoreError
 from .database import Database
+from .writer import Job
 
 __all__ = ["ResponseCache"]
+
+
+def _put_job(fingerprint: str, occurrence: int, model: str, response: ChatResponse) -> Job:
+    data = response.to_dict()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?)",
+            (fingerprint, occurrence, model, canonical_json(data),
+             canonical_json(data["usage"]), time.time()),
+        )
+
+    return write
 
 
 class ResponseCache:
@@ -32,13 +49,13 @@ class ResponseCache:
         return ChatResponse.from_dict(json.loads(rows[0]["response"]))
 
     def put(self, fingerprint: str, occurrence: int, model: str, response: ChatResponse) -> None:
-        data = response.to_dict()
         with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?)",
-                (fingerprint, occurrence, model, canonical_json(data),
-                 canonical_json(data["usage"]), time.time()),
-            )
+            _put_job(fingerprint, occurrence, model, response)(conn)
+
+    def put_later(self, fingerprint: str, occurrence: int, model: str, response: ChatResponse,
+                  on_error: Callable[[StoreError], None]) -> None:
+        """:meth:`put` on the background writer, so the event loop never waits on disk."""
+        self.db.write_later(_put_job(fingerprint, occurrence, model, response), on_error)
 
     def clear(self) -> int:
         """Forget every cached response; returns how many there were."""

@@ -35,6 +35,7 @@ from .secrets import find_secret, secret_values
 
 if TYPE_CHECKING:
     from ..config import RoleConfig
+    from ..provider import Provider
 
 __all__ = ["CallStore"]
 
@@ -51,7 +52,7 @@ class CallStore:
 
     def __init__(
         self,
-        provider: Any = None,
+        provider: Provider | None = None,
         *,
         cache: ResponseCache | None = None,
         recorder: CassetteRecorder | None = None,
@@ -80,7 +81,7 @@ class CallStore:
         config: SwarmConfig,
         *,
         env: Mapping[str, str],
-        provider_factory: Callable[[], Any] | None = None,
+        provider_factory: Callable[[], Provider] | None = None,
         cassette: Cassette | None = None,
     ) -> CallStore:
         """The store ``config`` asks for: replay, or cache/record/history over a provider.
@@ -107,7 +108,12 @@ class CallStore:
         if history is not None and config.history:
             store.sinks.append(HistorySink(history, secrets))
         if provider_factory is not None:
-            store.provider = provider_factory()
+            try:
+                store.provider = provider_factory()
+            except BaseException:
+                if history is not None:
+                    history.close()
+                raise
         return store
 
     @property
@@ -214,7 +220,7 @@ class CallStore:
         if find_secret(response.content or "", self.secrets) is not None:
             return  # a response echoing a key is never written to disk
         try:
-            self.cache.put(fingerprint, occurrence, model, response)
+            self.cache.put_later(fingerprint, occurrence, model, response, self._cache_failed)
         except StoreError as exc:
             self._cache_failed(exc)
 
@@ -255,7 +261,7 @@ class CallStore:
                 log.warning("swarmkit: %s", exc)
         if keep and self._history is not None:
             try:
-                self._history.save_cassette(cassette, self.secrets)
+                self._history.save_cassette_later(cassette, self.secrets)
             except StoreError as exc:
                 log.warning("swarmkit: history not saved: %s", exc)
 

@@ -244,8 +244,8 @@ class Cassette:
             "tools": [tool.to_dict() for tool in self.tools],
         }
 
-    def dumps(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    def dumps(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
 
     @classmethod
     def loads(cls, text: str, source: str = "<text>") -> Cassette:

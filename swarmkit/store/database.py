@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from .writer import Job, Writer, wait_for_writes
 
 __all__ = ["SCHEMA_VERSION", "Database", "reset_database"]
 
@@ -80,12 +81,15 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
 
 
 class Database:
-    """One connection to the history file, shared by threads under a lock."""
+    """The history file: a connection for reads and quick writes, shared by threads under
+    a lock, and a background :class:`Writer` for the big writes (:meth:`write_later`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._writer = Writer(self.path, self._open, lambda exc: _store_error(self.path, exc))
+        wait_for_writes(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -102,17 +106,25 @@ class Database:
             self.close()
             raise
 
-    def _connect(self) -> sqlite3.Connection:
+    def _open(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are explicit, so each one stays short.
         conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
             check_same_thread=False,
         )
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = self._open()
         self._conn = conn
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("BEGIN IMMEDIATE")
         try:
             for statement in _SCHEMA.split(";"):
@@ -154,6 +166,13 @@ class Database:
                     conn.execute("ROLLBACK")
                 raise
 
+    def write_later(self, job: Job, on_error: Callable[[StoreError], None]) -> None:
+        """Queue ``job`` for the background writer (one transaction); errors go to
+        ``on_error`` on the writer's thread."""
+        if self._conn is None:
+            raise StoreError(f"history database {self.path} is closed; open a new History")
+        self._writer.submit(job, on_error)
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
@@ -167,6 +186,8 @@ class Database:
         return self._conn
 
     def close(self) -> None:
+        """Close now; queued writes still land (the writer finishes them, then stops)."""
+        self._writer.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()

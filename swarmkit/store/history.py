@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..run import Run, RunRecorder
 from .cassette import Cassette
 from .database import Database, reset_database
 from .secrets import find_secret
+from .writer import Job
 
 __all__ = ["History", "HistorySink", "RunSummary", "default_history_path"]
 
@@ -54,6 +56,66 @@ class RunSummary:
     models: dict[str, str]
 
 
+ErrorHandler = Callable[[StoreError], None]
+
+
+def _warn(exc: StoreError) -> None:
+    log.warning("swarmkit: history not saved: %s", exc)
+
+
+def _run_job(run: Run, secrets: Mapping[str, str]) -> Job:
+    def write(conn: sqlite3.Connection) -> None:
+        run_json = run.to_json(indent=None)
+        leaked = find_secret(run_json, secrets)
+        if leaked is not None:
+            raise StoreError(
+                f"run {run.run_id} not saved to history: it holds the value of ${leaked}; "
+                "keep the key out of prompts and tool results"
+            )
+        usage, cost = run.usage, run.cost_usd
+        conn.execute(
+            "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run.run_id, run.task, run.started_at, run.status, run.answer, run.error,
+             run.duration, len(run.workers), len(run.calls), usage.prompt_tokens,
+             usage.completion_tokens, None if cost is None else str(cost),
+             canonical_json(run.models), canonical_json(run.config), run_json, time.time()),
+        )
+        conn.execute("DELETE FROM calls WHERE run_id = ?", (run.run_id,))
+        conn.execute("DELETE FROM tool_calls WHERE run_id = ?", (run.run_id,))
+        conn.executemany(
+            "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(run.run_id, seq, c.step, c.role, c.model, c.source, c.attempts,
+              c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.cached_tokens,
+              c.usage.reasoning_tokens, c.usage.requests,
+              None if c.cost_usd is None else str(c.cost_usd), c.started, c.latency,
+              c.fingerprint, c.occurrence, c.error, c.status)
+             for seq, c in enumerate(run.calls)],
+        )
+        conn.executemany(
+            "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(run.run_id, seq, t.worker, t.hop, t.call_id, t.tool, t.arguments, t.result,
+              t.error, t.started, t.duration, t.source)
+             for seq, t in enumerate(run.tool_calls)],
+        )
+
+    return write
+
+
+def _cassette_job(cassette: Cassette, secrets: Mapping[str, str]) -> Job:
+    def write(conn: sqlite3.Connection) -> None:
+        text = cassette.dumps(indent=None)  # compact: the file form is for people to read
+        leaked = find_secret(text, secrets)
+        if leaked is not None:
+            raise CassetteError(
+                f"cassette of run {cassette.run_id} not saved to history: it holds the value "
+                f"of ${leaked}; keep the key out of prompts and tool results"
+            )
+        conn.execute("INSERT OR REPLACE INTO cassettes VALUES (?, ?, ?)",
+                     (cassette.run_id, text, time.time()))
+
+    return write
+
+
 class History:
     """The history database at ``path`` (created on first use)."""
 
@@ -80,53 +142,22 @@ class History:
 
     def save(self, run: Run, secrets: Mapping[str, str] | None = None) -> None:
         """Store (or replace) a run with its calls and tool calls, in one transaction."""
-        run_json = run.to_json(indent=None)
-        leaked = find_secret(run_json, secrets or {})
-        if leaked is not None:
-            raise StoreError(
-                f"run {run.run_id} not saved to history: it holds the value of ${leaked}; "
-                "keep the key out of prompts and tool results"
-            )
-        usage = run.usage
-        cost = run.cost_usd
         with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run.run_id, run.task, run.started_at, run.status, run.answer, run.error,
-                 run.duration, len(run.workers), len(run.calls), usage.prompt_tokens,
-                 usage.completion_tokens, None if cost is None else str(cost),
-                 canonical_json(run.models), canonical_json(run.config), run_json, time.time()),
-            )
-            conn.execute("DELETE FROM calls WHERE run_id = ?", (run.run_id,))
-            conn.execute("DELETE FROM tool_calls WHERE run_id = ?", (run.run_id,))
-            conn.executemany(
-                "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run.run_id, seq, c.step, c.role, c.model, c.source, c.attempts,
-                  c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.cached_tokens,
-                  c.usage.reasoning_tokens, c.usage.requests,
-                  None if c.cost_usd is None else str(c.cost_usd), c.started, c.latency,
-                  c.fingerprint, c.occurrence, c.error, c.status)
-                 for seq, c in enumerate(run.calls)],
-            )
-            conn.executemany(
-                "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(run.run_id, seq, t.worker, t.hop, t.call_id, t.tool, t.arguments, t.result,
-                  t.error, t.started, t.duration, t.source)
-                 for seq, t in enumerate(run.tool_calls)],
-            )
+            _run_job(run, secrets or {})(conn)
+
+    def save_later(self, run: Run, secrets: Mapping[str, str] | None = None,
+                   on_error: ErrorHandler = _warn) -> None:
+        """:meth:`save` on the background writer: returns at once."""
+        self.db.write_later(_run_job(run, dict(secrets or {})), on_error)
 
     def save_cassette(self, cassette: Cassette, secrets: Mapping[str, str] | None = None) -> None:
         """Keep a run's cassette, so any past run can be replayed or exported."""
-        text = cassette.dumps()
-        leaked = find_secret(text, secrets or {})
-        if leaked is not None:
-            raise CassetteError(
-                f"cassette of run {cassette.run_id} not saved to history: it holds the value "
-                f"of ${leaked}; keep the key out of prompts and tool results"
-            )
         with self.db.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO cassettes VALUES (?, ?, ?)",
-                         (cassette.run_id, text, time.time()))
+            _cassette_job(cassette, secrets or {})(conn)
+
+    def save_cassette_later(self, cassette: Cassette, secrets: Mapping[str, str] | None = None,
+                            on_error: ErrorHandler = _warn) -> None:
+        self.db.write_later(_cassette_job(cassette, dict(secrets or {})), on_error)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -218,7 +249,11 @@ class HistorySink:
         run = self._recorder.run
         if isinstance(event, RunFinished) and run is not None:
             try:
-                self.history.save(run, self.secrets)
-            except StoreError as exc:  # history is a record, never a reason to fail a run
-                self.error = exc
-                log.warning("swarmkit: history not saved: %s", exc)
+                self.history.save_later(run, self.secrets, self._failed)
+            except StoreError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: StoreError) -> None:
+        # History is a record, never a reason to fail a run: one warning line, no raise.
+        self.error = exc
+        _warn(exc)

@@ -1,0 +1,106 @@
+"""Tools in the magic: ``--tools a,b`` and ``%swarm mcp add | list | remove``.
+
+``--tools`` picks ``@swarmkit.tool`` objects from the notebook's namespace (or an MCP
+tool ``NAME__tool`` by name). The tools of every MCP server added with ``%swarm mcp
+add`` are offered to every ``%%swarm`` cell of the session until ``%swarm mcp remove``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from .display import SmallTable
+
+if TYPE_CHECKING:
+    from ..tools import Tool
+    from .core import SwarmMagics
+
+__all__ = ["mcp_command", "resolve_tools", "with_session_tools"]
+
+_MCP_USAGE = "usage: %swarm mcp add NAME -- command [args...] | mcp list | mcp remove NAME"
+_DESCRIPTION_WIDTH = 70
+
+
+def resolve_tools(value: str, namespace: Mapping[str, Any]) -> list[Tool]:
+    """``"lookup,search"`` -> the Tool objects those names hold in the notebook."""
+    from ..tools import Tool, mcp_registry
+
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    if not names:
+        raise UsageError("%%swarm: --tools needs tool names, e.g. --tools lookup,search")
+    mcp_tools = {t.name: t for t in mcp_registry().tools()}
+    chosen: list[Tool] = []
+    for name in names:
+        found = namespace.get(name, mcp_tools.get(name))
+        if found is None:
+            raise UsageError(
+                f"%%swarm: --tools {name}: no such name in the notebook; define it with "
+                "@swarmkit.tool first (MCP tools come from %swarm mcp add)"
+            )
+        if not isinstance(found, Tool):
+            raise UsageError(
+                f"%%swarm: --tools {name}: is a {type(found).__name__}, not a tool; "
+                "decorate the function with @swarmkit.tool"
+            )
+        chosen.append(found)
+    return chosen
+
+
+def with_session_tools(engine_options: Mapping[str, Any]) -> dict[str, Any]:
+    """``engine_options`` plus the tools of the session's running MCP servers."""
+    options = dict(engine_options)
+    if "swarmkit.tools.registry" not in sys.modules:  # no server was ever added
+        return options
+    from ..tools import mcp_registry
+
+    served = mcp_registry().tools()
+    if served:
+        given = list(options.get("tools") or ())
+        options["tools"] = given + [t for t in served if t not in given]
+    return options
+
+
+def mcp_command(magics: SwarmMagics, argv: list[str]) -> SmallTable | None:
+    from ..errors import ConfigError, MCPError
+    from ..tools import mcp_registry, parse_mcp_command
+
+    if not argv:
+        raise UsageError(f"%swarm mcp: {_MCP_USAGE}")
+    action, rest = argv[0], argv[1:]
+    registry = mcp_registry()
+    try:
+        if action == "add":
+            name, command = parse_mcp_command(rest)
+            server = registry.add_sync(name, command)
+            rows = [(t.name, _first_line(t.description)) for t in server.tools]
+            return SmallTable(f"MCP server {name}: {len(rows)} tools", ("tool", "description"),
+                              rows, "offered to every %%swarm cell; %swarm mcp remove "
+                              f"{name} withdraws them")
+        if action == "list" and not rest:
+            return _servers_table(registry)
+        if action == "remove" and len(rest) == 1:
+            registry.remove_sync(rest[0])
+            print(f"MCP server {rest[0]} stopped")
+            return None
+    except (ConfigError, MCPError) as exc:
+        raise UsageError(f"%swarm mcp {action}: {exc}") from None
+    raise UsageError(f"%swarm mcp: {_MCP_USAGE}")
+
+
+def _servers_table(registry: Any) -> SmallTable:
+    rows = [
+        (s.name, s.state, ", ".join(t.name for t in s.tools) if s.running else "-",
+         " ".join(s.command))
+        for s in registry
+    ]
+    return SmallTable("MCP servers", ("name", "state", "tools", "command"), rows,
+                      "add one with %swarm mcp add NAME -- command [args...]")
+
+
+def _first_line(text: str) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= _DESCRIPTION_WIDTH else line[: _DESCRIPTION_WIDTH - 1] + "…"

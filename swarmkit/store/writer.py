@@ -1,0 +1,143 @@
+"""Writes off the event loop: a thread per database that applies queued writes in order.
+
+Saving a 1,000-worker run (its JSON, its call rows, its cassette) takes a good part of
+a second of CPU on a small machine; done inside the engine's last event it would hold
+the run's return and the event loop. Queued here, the run returns at once.
+
+Readers in this process see every queued write: opening a database first waits for the
+writes still pending on the same file (:func:`wait_for_writes`), and the interpreter
+waits for them at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import StoreError
+
+__all__ = ["Job", "Writer", "wait_for_writes"]
+
+log = logging.getLogger("swarmkit")
+
+# A job writes inside the transaction it is given; on_error gets a one-line StoreError.
+Job = Callable[[sqlite3.Connection], None]
+ErrorHandler = Callable[[StoreError], None]
+# Longest wait for pending writes at exit or before opening the same file.
+FLUSH_TIMEOUT = 30.0
+
+_live: set[Writer] = set()
+_live_lock = threading.Lock()
+
+
+def _key(path: Path) -> Path:
+    return path.resolve()
+
+
+class Writer:
+    """Applies jobs to one database file from its own thread and connection."""
+
+    def __init__(
+        self,
+        path: Path,
+        connect: Callable[[], sqlite3.Connection],
+        describe: Callable[[sqlite3.Error], StoreError],
+    ) -> None:
+        self.path = path
+        self._connect = connect
+        self._describe = describe
+        self._queue: queue.SimpleQueue[tuple[Job, ErrorHandler] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, job: Job, on_error: ErrorHandler) -> None:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"history database {self.path} is closed; open a new History")
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="swarmkit-history-writer", daemon=True
+                )
+                with _live_lock:
+                    _live.add(self)
+                self._thread.start()
+            self._queue.put((job, on_error))
+
+    def close(self) -> None:
+        """Finish the queued jobs, then stop; returns at once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._thread is not None:
+                self._queue.put(None)
+
+    @property
+    def closing(self) -> bool:
+        return self._closed
+
+    def join(self, timeout: float | None = FLUSH_TIMEOUT) -> None:
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _serve(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while (item := self._queue.get()) is not None:
+                job, on_error = item
+                try:
+                    conn = conn or self._connect()
+                    self._apply(conn, job)
+                except sqlite3.Error as exc:
+                    on_error(self._describe(exc))
+                except StoreError as exc:
+                    on_error(exc)
+                except Exception:  # a bug must not kill the thread and lose later writes
+                    log.exception("swarmkit: a history write failed")
+        finally:
+            if conn is not None:
+                conn.close()
+            with _live_lock:
+                _live.discard(self)
+
+    @staticmethod
+    def _apply(conn: sqlite3.Connection, job: Job) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            job(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def wait_for_writes(path: Path | None = None, timeout: float = FLUSH_TIMEOUT) -> None:
+    """Block until the writes queued on ``path`` (or on every file) are applied.
+
+    Only closed writers finish; an open one is still in use by a running store.
+    """
+    with _live_lock:
+        writers = [w for w in _live if path is None or _key(w.path) == _key(path)]
+    for writer in writers:
+        if writer.closing:
+            writer.join(timeout)
+
+
+def _flush_at_exit() -> None:
+    # atexit runs before daemon threads are stopped: let every queued write land.
+    with _live_lock:
+        writers = list(_live)
+    for writer in writers:
+        writer.close()
+        writer.join()
+
+
+atexit.register(_flush_at_exit)

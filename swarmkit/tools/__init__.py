@@ -1,0 +1,38 @@
+"""Tools for workers: ``@tool`` Python functions, MCP servers, and the worker tool loop."""
+
+from __future__ import annotations
+
+from .definition import (
+    TOOL_NAME_PATTERN,
+    Tool,
+    ToolArgumentsError,
+    check_tool_name,
+    parse_arguments,
+    parse_docstring,
+    render_result,
+    tool,
+)
+from .loop import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
+from .mcp import MCPServer, MCPServerState, parse_mcp_command
+from .registry import MCPRegistry, mcp_registry
+
+__all__ = [
+    "FINAL_ANSWER_PROMPT",
+    "TOOL_NAME_PATTERN",
+    "MCPRegistry",
+    "MCPServer",
+    "MCPServerState",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolLoop",
+    "build_worker_loop",
+    "check_tool_name",
+    "collect_tools",
+    "describe_error",
+    "mcp_registry",
+    "parse_arguments",
+    "parse_docstring",
+    "parse_mcp_command",
+    "render_result",
+    "tool",
+]

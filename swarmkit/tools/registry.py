@@ -1,0 +1,99 @@
+"""The session's MCP servers by name: one registry per process (a Jupyter kernel).
+
+``%swarm mcp add`` and ``swarmkit.run(mcp_servers=...)`` put servers here; they stay up
+for the session, are reused by name and command, and are stopped at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..errors import MCPError
+from ..loop import BackgroundLoop, background_loop
+from .definition import Tool
+from .mcp import MCPServer
+
+__all__ = ["MCPRegistry", "mcp_registry"]
+
+
+class MCPRegistry:
+    """The session's MCP servers by name (one per kernel / process)."""
+
+    def __init__(self, bridge: BackgroundLoop | None = None) -> None:
+        self._bridge = bridge
+        self._servers: dict[str, MCPServer] = {}
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[MCPServer]:
+        with self._lock:
+            return iter(list(self._servers.values()))
+
+    def __len__(self) -> int:
+        return len(self._servers)
+
+    def get(self, name: str) -> MCPServer | None:
+        return self._servers.get(name)
+
+    def tools(self) -> list[Tool]:
+        """The tools of every running server."""
+        return [tool for server in self if server.running for tool in server.tools]
+
+    async def add(
+        self, name: str, command: Sequence[str], *, env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> MCPServer:
+        """Start a server under ``name`` (replacing one of that name); MCPError if it fails.
+
+        A running server with the same command is reused as is.
+        """
+        existing = self._servers.get(name)
+        if existing is not None:
+            if existing.running and existing.command == tuple(command) and existing.env == env:
+                return existing
+            await self.remove(name)
+        server = MCPServer(name, command, env=env, cwd=cwd, bridge=self._bridge)
+        await server.start()
+        with self._lock:
+            self._servers[name] = server
+        return server
+
+    def add_sync(self, name: str, command: Sequence[str], **options: Any) -> MCPServer:
+        bridge = self._bridge or background_loop()
+        return bridge.wait(bridge.submit(self.add(name, command, **options)))
+
+    async def remove(self, name: str) -> None:
+        with self._lock:
+            server = self._servers.pop(name, None)
+        if server is None:
+            raise MCPError(f"no MCP server named {name!r}; `%swarm mcp list` shows them")
+        await server.stop()
+
+    def remove_sync(self, name: str) -> None:
+        bridge = self._bridge or background_loop()
+        bridge.wait(bridge.submit(self.remove(name)))
+
+    def stop_all(self) -> None:
+        """Stop every server (at interpreter exit)."""
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.stop_sync()
+
+
+_registry_lock = threading.Lock()
+_registry: MCPRegistry | None = None
+
+
+def mcp_registry() -> MCPRegistry:
+    """The process-wide registry; its servers are stopped at interpreter exit."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            background_loop()  # created first, so its own atexit stop runs after ours
+            _registry = MCPRegistry()
+            atexit.register(_registry.stop_all)
+        return _registry
