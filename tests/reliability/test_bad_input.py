@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -206,5 +205,5 @@ def test_corrupt_history_is_a_clear_error_offering_a_new_database(
     assert moved.exists() and moved.read_bytes().startswith(b"this is not a database")
     run = swarmkit.run_sync("task", **options(fresh, history_path=str(path)))
     assert run.status == "completed"
-    with sqlite3.connect(path) as db:
-        assert db.execute("SELECT run_id FROM runs").fetchall() == [(run.run_id,)]
+    with History(path) as history:  # waits for the store's background writes
+        assert [r.run_id for r in history.recent()] == [run.run_id]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from swarmkit.errors import CassetteError
 from swarmkit.events import Event
 from swarmkit.run import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, default_reply
+from swarmkit.tools import tool
 
 KEY_ENV = "SWARMKIT_CANARY_KEY"
 KEY = "sk-swarmkit-CANARY-5b1e0d7c4a9f2e83"
@@ -44,7 +46,16 @@ class Echo:
             return Fault.status(500, body=f"upstream failed for {auth}\nretry later")
         if request.step == "reducer" and request.attempt == 1:
             return Fault.status(503, body=json.dumps({"error": f"overloaded ({auth})"}))
+        if request.step == "worker-4" and not any(m.get("role") == "tool"
+                                                  for m in request.messages):
+            return FakeReply(tool_calls=[("lookup", {"order_id": "A-17"})])
         return default_reply(request, plan_tasks=4)
+
+
+@tool
+def lookup(order_id: str) -> dict[str, str]:
+    """Look up an order by its id."""
+    return {"order_id": order_id, "status": "shipped"}
 
 
 class Reprs:
@@ -100,7 +111,7 @@ def test_the_key_appears_in_no_file_run_event_or_error(workdir: Path) -> None:
         run = swarmkit.run_sync(
             "Summarise four things", model="gpt-4.1-mini", base_url=server.base_url,
             api_key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
-            record="run.swarm.json", sinks=[reprs],
+            record="run.swarm.json", sinks=[reprs], tools=[lookup],
         )
         sent = {r.authorization for r in server.requests}
     assert sent == {f"Bearer {KEY}"}  # the key really was used, and echoed back
@@ -109,6 +120,7 @@ def test_the_key_appears_in_no_file_run_event_or_error(workdir: Path) -> None:
     assert failed.error is not None and "HTTP 401" in failed.error
     assert "[redacted]" in failed.error and f"${KEY_ENV}" in failed.error  # names, not values
     assert {r.step for r in run.retries} >= {"worker-2", "worker-3", "reducer"}
+    assert [(t.tool, t.error) for t in run.tool_calls] == [("lookup", None)]
     assert all("[redacted]" in r.error for r in run.retries if r.step != "worker-1")
     # The files: cassette, history database (and its WAL), the debug log, .swarmkit/.
     assert (workdir / "run.swarm.json").exists() and (workdir / ".swarmkit").is_dir()
@@ -124,13 +136,15 @@ def test_the_key_appears_in_no_magic_output_or_file(
 ) -> None:
     with FakeServer(Echo()) as server:
         line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
-                "--record magic.swarm.json --out canary_run")
+                "--record magic.swarm.json --out canary_run --tools lookup")
+        shell.user_ns["lookup"] = lookup
         with capture_output() as captured:
             shell.run_cell_magic("swarm", line, "Summarise four things")
             shell.run_line_magic("swarm", "history")
             shell.run_line_magic("swarm", "last")
     run = shell.user_ns["canary_run"]
     assert isinstance(run, Run) and run.worker(1).status == "failed"
+    assert len(run.tool_calls) == 1
     shown = [captured.stdout, captured.stderr]
     for output in captured.outputs:
         shown += [str(value) for value in output.data.values()]
@@ -156,4 +170,26 @@ def test_a_reply_that_echoes_the_key_is_never_written(workdir: Path) -> None:
     assert f"would contain the value of ${KEY_ENV}" in str(error.value)
     assert KEY not in str(error.value)
     assert not (workdir / "echo.swarm.json").exists()
+    assert _files_holding_the_key(workdir) == []
+
+
+def test_a_tool_result_holding_the_key_is_never_written(workdir: Path) -> None:
+    @tool
+    def env_dump(name: str) -> str:
+        """A careless tool that reads the environment."""
+        return os.environ.get(name, "")
+
+    def model(request: FakeRequest) -> FakeReply:
+        if request.step == "worker-1" and not any(m.get("role") == "tool"
+                                                  for m in request.messages):
+            return FakeReply(tool_calls=[("env_dump", {"name": KEY_ENV})])
+        return default_reply(request, plan_tasks=2)
+
+    with FakeServer(model) as server, pytest.raises(CassetteError) as error:
+        swarmkit.run_sync(
+            "Summarise two things", model="gpt-4.1-mini", base_url=server.base_url,
+            api_key_env=KEY_ENV, record="tool.swarm.json", tools=[env_dump],
+        )
+    assert f"would contain the value of ${KEY_ENV}" in str(error.value)
+    assert not (workdir / "tool.swarm.json").exists()
     assert _files_holding_the_key(workdir) == []
