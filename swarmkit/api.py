@@ -101,6 +101,10 @@ async def create_engine(
     if config.replay:
         cassette = await asyncio.to_thread(Cassette.load, config.replay)
         config = cassette.resolve_config(config)
+        if worker_loop is None:  # the recorded tool schemas; results come from the cassette
+            from .tools.replayed import replay_worker_loop
+
+            worker_loop = replay_worker_loop(cassette)
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
     store_config = config

@@ -20,6 +20,8 @@ __all__ = ["ProgressLine", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 DEMO_TASK = "Give three practical tips for writing clear technical documentation."
+DEMO_NOTE = ("Recorded by `swarmkit demo` on the embedded local model (SmolLM2-135M-Instruct "
+             "served by llama.cpp): a 135M-parameter model, so expect modest answers.")
 
 
 class ProgressLine:
@@ -169,13 +171,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "reducer_max_tokens": 512,
         "temperature": 0.2,
         "seed": 7,
-        "record": args.out.removesuffix(".ipynb") + ".swarm.json",
     }
     run = _run_in_thread_loop(DEMO_TASK, options, sys.stderr)
     _print_run(run, sys.stdout)
     if run.status in ("completed", "partial"):
-        notebook = export_run(run, args.out, cassette=options["record"])
-        sys.stdout.write(f"\nwrote {notebook} (replays offline: pytest --nbval {args.out})\n")
+        # Every run is recorded in memory, so the export needs no cassette file first.
+        result = export_run(run, args.out, title="swarmkit demo", note=DEMO_NOTE)
+        cassettes = ", ".join(str(path) for path in result.cassettes)
+        sys.stdout.write(f"\nwrote {result.notebook} and {cassettes}; replay it offline with "
+                         f"pytest --nbval {result.notebook}\n")
     return _exit_code(run)
 
 

@@ -1,13 +1,14 @@
 """Reading what an OpenAI-compatible server sent: completions, streamed chunks, usage, errors.
 
-It works on the SDK's response objects by attribute (duck typing), so it never imports
-``openai``; :mod:`swarmkit.provider` feeds it. Missing usage is unknown (``None``),
+It reads a completion's parsed JSON, or the SDK's objects by attribute (duck typing), so
+it never imports ``openai``; :mod:`swarmkit.provider` feeds it. Missing usage is unknown (``None``),
 never zero, because servers such as llama.cpp omit it when streaming.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -30,38 +31,69 @@ _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
 
+def _field(value: Any, name: str) -> Any:
+    """``value[name]`` of parsed JSON, or ``value.name`` of an SDK object; None if absent."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _text(content: Any) -> str | None:
+    """Message content as text: a string, or the text parts of a list joined."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(_field(part, "text") or "") for part in content)
+    return str(content)
+
+
 def parse_completion(completion: Any) -> ChatResponse | None:
-    """A non-streamed completion as a ChatResponse; None when it has no choices."""
-    choices = getattr(completion, "choices", None)
-    if not choices:
+    """A non-streamed completion (parsed JSON or an SDK object) as a ChatResponse.
+
+    None when it has no choices; a body that is text, not JSON, raises ValueError.
+    """
+    if isinstance(completion, str | bytes):
+        completion = json.loads(completion)  # JSON sent with a non-JSON content type
+    choices = _field(completion, "choices")
+    if not choices or not isinstance(choices, list | tuple):
         return None
     choice = choices[0]
-    message = choice.message
-    tool_calls = tuple(
-        ToolCallRequest(id=call.id, name=call.function.name, arguments=call.function.arguments)
-        for call in message.tool_calls or ()
-        if getattr(call, "function", None) is not None
-    )
+    message = _field(choice, "message")
+    if message is None:
+        return None
+    tool_calls = []
+    for call in _field(message, "tool_calls") or ():
+        function = _field(call, "function")
+        if function is None:
+            continue
+        arguments = _field(function, "arguments")
+        if not isinstance(arguments, str):  # some servers send an object, not a string
+            arguments = json.dumps(arguments if arguments is not None else {})
+        tool_calls.append(ToolCallRequest(
+            id=str(_field(call, "id") or ""), name=str(_field(function, "name") or ""),
+            arguments=arguments,
+        ))
     return ChatResponse(
-        content=message.content,
-        usage=parse_usage(getattr(completion, "usage", None)),
-        tool_calls=tool_calls,
-        finish_reason=choice.finish_reason,
-        model=getattr(completion, "model", None),
+        content=_text(_field(message, "content")),
+        usage=parse_usage(_field(completion, "usage")),
+        tool_calls=tuple(tool_calls),
+        finish_reason=_field(choice, "finish_reason"),
+        model=_field(completion, "model"),
     )
 
 
 def parse_usage(usage: Any) -> Usage:
-    """SDK usage -> Usage. Absent usage is unknown (None); an absent detail counts 0."""
+    """Usage (parsed JSON or SDK) -> Usage. Absent usage is unknown (None); an absent
+    detail counts 0."""
     if usage is None:
         return Usage(None, None, None, None, requests=1)
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
     return Usage(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        cached_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
-        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None) or 0,
+        prompt_tokens=_field(usage, "prompt_tokens"),
+        completion_tokens=_field(usage, "completion_tokens"),
+        cached_tokens=_field(_field(usage, "prompt_tokens_details"), "cached_tokens") or 0,
+        reasoning_tokens=(
+            _field(_field(usage, "completion_tokens_details"), "reasoning_tokens") or 0
+        ),
         requests=1,
     )
 

@@ -13,10 +13,14 @@ Key values never appear in any message: only the names of their variables do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import importlib
 import json
 import os
 import random
 import re
+import ssl
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -138,11 +142,11 @@ class OpenAIProvider:
     async def _client(self, endpoint: _Endpoint) -> Any:
         client = self._clients.get((endpoint.base_url, endpoint.key_env))
         if client is None:
-            if "openai" not in sys.modules:
-                # The first import takes ~0.4 s; keep it off the event loop.
-                await asyncio.to_thread(__import__, "openai")
+            if not all(name in sys.modules for name in _HTTP_STACK):
+                await asyncio.to_thread(_import_http_stack)
             import openai
 
+            tls = _plain_http_tls(endpoint.base_url) or await asyncio.to_thread(_tls_context)
             client = self._clients.setdefault(
                 (endpoint.base_url, endpoint.key_env),
                 openai.AsyncOpenAI(
@@ -150,6 +154,7 @@ class OpenAIProvider:
                     base_url=endpoint.base_url,
                     max_retries=0,
                     timeout=self.config.call_timeout,
+                    http_client=openai.DefaultAsyncHttpxClient(verify=tls),
                 ),
             )
         return client
@@ -262,7 +267,13 @@ class OpenAIProvider:
         try:
             if request.stream:
                 return await self._streamed(client, endpoint, body, headers, on_delta)
-            completion = await client.chat.completions.create(**body, extra_headers=headers)
+            # Not chat.completions.create(): it re-walks the body against the SDK's typed
+            # params and builds pydantic models of the reply, about 40% of a call's CPU
+            # (benchmarks/README.md). The body is plain JSON already; decode reads JSON.
+            completion = await client.post(
+                "/chat/completions", body=body, cast_to=object,
+                options={"headers": headers, "security": {"bearer_auth": True}},
+            )
             response = parse_completion(completion)
             if response is None:
                 raise _malformed(endpoint, "no choices")
@@ -300,8 +311,17 @@ class OpenAIProvider:
         headers: dict[str, str],
         on_delta: Callable[[str], None] | None,
     ) -> ChatResponse:
-        stream = await client.chat.completions.create(
-            **body, stream=True, stream_options={"include_usage": True}, extra_headers=headers
+        import openai
+        from openai.types.chat import ChatCompletionChunk
+
+        # post(), not create(), for the same reason as in _attempt; the first create() of
+        # a process also pays ~25 ms to warm the SDK's type caches.
+        stream = await client.post(
+            "/chat/completions",
+            body={**body, "stream": True, "stream_options": {"include_usage": True}},
+            cast_to=ChatCompletionChunk, stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            options={"headers": headers, "security": {"bearer_auth": True}},
         )
         accumulator = StreamAccumulator()
         async with stream:
@@ -345,6 +365,43 @@ class OpenAIProvider:
             if secret:
                 text = text.replace(secret, "[redacted]")
         return text
+
+
+# The SDK, and what it imports only on the first client and the first request: ~0.4 s
+# plus ~40 ms, all of it kept off the event loop by importing it in a thread up front.
+_HTTP_STACK = ("openai", "httpcore2", "h11", "anyio._backends._asyncio")
+
+
+def _import_http_stack() -> None:
+    for name in _HTTP_STACK:
+        with contextlib.suppress(ImportError):  # a layout change only loses the head start
+            importlib.import_module(name)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process, shared by every client.
+
+    Each new client would otherwise load the CA bundle again (30-60 ms), and there is a
+    new client per endpoint for every run.
+    """
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+def _plain_http_tls(base_url: str) -> ssl.SSLContext | None:
+    """For an ``http://`` endpoint reached without a proxy: a context that trusts nothing.
+
+    Such an endpoint (a local server) never does TLS, so loading the CA bundle is wasted
+    time on the first call. The context still demands a verified certificate, so a
+    redirect to ``https://`` fails instead of being trusted blindly.
+    """
+    from urllib.request import getproxies
+
+    if urlsplit(base_url).scheme != "http" or getproxies():
+        return None
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class _AttemptError(ProviderError):

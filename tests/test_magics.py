@@ -249,6 +249,10 @@ def test_help_lists_every_option(shell: InteractiveShell, magics: SwarmMagics) -
                  "--out", "--background", "--dry-run", "--quiet", "--no-interpolate",
                  "%swarm config", "%swarm prices", "%swarm last", "%swarm cancel"):
         assert flag in doc, flag
+    assert "option_strings" not in doc and "%swarm cancel stops the run" in doc
+    with capture_output() as captured:
+        shell.run_cell("%%swarm?")
+    assert "--no-interpolate" in captured.stdout and "%swarm prices" in captured.stdout
     with capture_output() as captured:
         shell.run_cell_magic("swarm", "--help", "ignored")
     assert "--dry-run" in captured.stdout
@@ -417,6 +421,27 @@ def test_interrupt_keeps_the_partial_run_and_the_shell_usable(
     with capture_output():
         shell.run_cell_magic("swarm", line_for(server), "Name three islands")
     assert shell.user_ns["_swarm"].status == "completed"
+
+
+def test_interrupt_while_planning_keeps_an_empty_cancelled_run(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    server.latency = 5.0
+    main = threading.get_ident()
+
+    def interrupt_once_planning() -> None:
+        if wait_until(lambda: server.in_flight >= 1):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    trigger = threading.Thread(target=interrupt_once_planning)
+    trigger.start()
+    with capture_output() as captured:
+        shell.run_cell_magic("swarm", line_for(server), "Name three volcanoes")
+    trigger.join()
+    run = shell.user_ns["_swarm"]
+    assert run.status == "cancelled" and run.plan == [] and run.workers == []
+    assert captured.stdout == "swarm interrupted while planning; partial run in _swarm\n"
+    assert wait_until(lambda: server.in_flight == 0)
 
 
 # -- loading -------------------------------------------------------------------------------

@@ -399,3 +399,29 @@ def test_an_on_delta_error_propagates_unretried(server: FakeServer) -> None:
     with pytest.raises(ValueError, match="display broke"):
         complete(server, STREAMED, on_delta=broken)
     assert server.count() == 1
+
+
+# TLS contexts ------------------------------------------------------------------------------
+
+
+def test_plain_http_endpoints_get_a_context_that_trusts_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ssl
+
+    from swarmkit.provider import _plain_http_tls, _tls_context
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                 "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    context = _plain_http_tls("http://127.0.0.1:8080/v1")
+    assert context is not None
+    # A redirect to https would fail verification rather than be trusted.
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0
+    assert _plain_http_tls("https://api.openai.com/v1") is None
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.invalid:3128")
+    assert _plain_http_tls("http://127.0.0.1:8080/v1") is None
+    # https endpoints share one verifying context per process.
+    assert _tls_context() is _tls_context()
+    assert _tls_context().verify_mode == ssl.CERT_REQUIRED

@@ -266,11 +266,29 @@ def test_interrupted_run_still_leaves_a_partial_recording_and_history(tmp_path: 
     cassette = tmp_path / "run.swarm.json"
 
     def slow_workers(request: FakeRequest) -> FakeReply | None:
-        return FakeReply(content="late", latency=5.0) if request.role == "worker" else None
+        return FakeReply(content="late", latency=30.0) if request.role == "worker" else None
+
+    async def cancel_once_workers_are_waiting(server: FakeServer) -> Run:
+        engine = await create_engine(
+            base_url=server.base_url, api_key_env=KEY_ENV, model="fake-model", workers=3,
+            history_path=str(tmp_path / "history.db"), record=str(cassette),
+            env={KEY_ENV: KEY},
+        )
+        running = asyncio.create_task(engine.execute(TASK))
+        for _ in range(3000):  # until every worker's request reached the server
+            if server.count("worker-*") == 3:
+                break
+            await asyncio.sleep(0.01)
+        engine.cancel("cancelled")
+        try:
+            return await running
+        finally:
+            await engine.caller.aclose()
 
     with FakeServer(slow_workers, lifetime=60) as server:
-        run = swarm(server.base_url, tmp_path, record=str(cassette), run_timeout=0.5)
+        run = asyncio.run(cancel_once_workers_are_waiting(server))
     assert run.status == "cancelled"
+    assert {w.status for w in run.workers} == {"cancelled"}
     saved = Cassette.load(cassette)
     assert saved.run["status"] == "cancelled"
     assert [c.step for c in saved.calls] == ["planner"]

@@ -131,7 +131,8 @@ def test_a_single_call_runs_the_tool_and_feeds_the_result_back() -> None:
 
 
 def rendezvous_tool(size: int, seen: dict[str, int]) -> Tool:
-    """A tool whose calls wait until ``size`` of them are running at once."""
+    """A tool whose calls wait until ``size`` of them have once been running together;
+    from then on every call passes, so no call is ever left waiting for a partner."""
     state = {"in_flight": 0}
     arrived = asyncio.Event()
 
@@ -145,8 +146,6 @@ def rendezvous_tool(size: int, seen: dict[str, int]) -> Tool:
             arrived.set()
         await asyncio.wait_for(arrived.wait(), DEADLOCK_GUARD)
         state["in_flight"] -= 1
-        if state["in_flight"] == 0:
-            arrived.clear()
         return n * 10
 
     return fetch

@@ -6,6 +6,7 @@
     commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row)
     dryrun       ``--dry-run``: the plan and a cost bound for the fan-out
     display      the final MIME bundle and small tables
+    export       ``%swarm export``: a run as a notebook that replays offline
     core         ``SwarmMagics`` and ``load_ipython_extension``
 
 Nothing here imports ``openai`` or builds a client until a swarm runs.

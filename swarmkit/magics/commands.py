@@ -69,6 +69,9 @@ COMMANDS: dict[str, Command] = {
     "mcp": Command("mcp add|list|remove ...",
                    "MCP servers: add NAME -- CMD [ARGS], list, remove NAME (tools for %%swarm)",
                    "swarmkit.magics.tools:mcp_command"),
+    "export": Command("export [RUN] PATH.ipynb",
+                      "write a run as a notebook + cassette that replays offline (nbval)",
+                      "swarmkit.magics.export:export_command"),
 }
 
 

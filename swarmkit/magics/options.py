@@ -160,7 +160,6 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(flags: list[Flag] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="%%swarm",
-        description="Run the cell as a planner → workers → reducer swarm.",
         add_help=False,
         allow_abbrev=False,  # a later flag must never change what an abbreviation meant
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -168,11 +167,15 @@ def build_parser(flags: list[Flag] | None = None) -> argparse.ArgumentParser:
     for flag in FLAGS if flags is None else flags:
         if flag.switch:
             parser.add_argument(flag.name, dest=flag.dest, action="store_const",
-                                const=flag.const, default=None, help=flag.help)
+                                const=flag.const, default=None, help=_escape(flag.help))
         else:
             parser.add_argument(flag.name, dest=flag.dest, metavar=flag.metavar or "VALUE",
-                                default=None, help=flag.help)
+                                default=None, help=_escape(flag.help))
     return parser
+
+
+def _escape(help_text: str) -> str:
+    return help_text.replace("%", "%%")  # argparse %-formats help ("%swarm cancel")
 
 
 def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:

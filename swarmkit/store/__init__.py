@@ -15,6 +15,7 @@ from .callstore import CallStore
 from .cassette import CASSETTE_FORMAT, Cassette, RecordedCall, RecordedTool
 from .database import Database, reset_database
 from .history import History, HistorySink, RunSummary, default_history_path
+from .recent import recent_recording, remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player, first_difference
 from .rerun import rerun_config
@@ -39,6 +40,8 @@ __all__ = [
     "default_history_path",
     "find_secret",
     "first_difference",
+    "recent_recording",
+    "remember_recording",
     "rerun_config",
     "reset_database",
     "secret_values",

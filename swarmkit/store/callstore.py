@@ -29,6 +29,7 @@ from ..events import CallRetried, Event, Sink
 from .cache import ResponseCache
 from .cassette import Cassette, RecordedCall
 from .history import History, HistorySink
+from .recent import remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player
 from .secrets import find_secret, secret_values
@@ -90,7 +91,9 @@ class CallStore:
         replay, so replay constructs no client at all.
         """
         if config.replay:
-            return cls(player=Player(cassette or Cassette.load(config.replay)))
+            player = Player(cassette or Cassette.load(config.replay))
+            remember_recording(player.cassette)
+            return cls(player=player)
         secrets = secret_values(config, env)
         history = History(config.history_file()) if config.history or config.cache else None
         store = cls(
@@ -100,11 +103,11 @@ class CallStore:
             secrets=secrets,
         )
         store._history = history
-        if config.record or config.history:
-            store.recorder = CassetteRecorder(
-                lambda cassette: store._keep(cassette, config.record, keep=config.history)
-            )
-            store.sinks.append(store.recorder)
+        # Always recorded (in memory), so any finished run can be exported afterwards.
+        store.recorder = CassetteRecorder(
+            lambda cassette: store._keep(cassette, config.record, keep=config.history)
+        )
+        store.sinks.append(store.recorder)
         if history is not None and config.history:
             store.sinks.append(HistorySink(history, secrets))
         if provider_factory is not None:
@@ -253,6 +256,7 @@ class CallStore:
     # -- the end of the run ------------------------------------------------------------------
 
     def _keep(self, cassette: Cassette, path: str | None, *, keep: bool) -> None:
+        remember_recording(cassette)
         if path:
             try:
                 cassette.save(path, self.secrets)

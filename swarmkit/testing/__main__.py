@@ -31,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-requests", type=int, default=100_000, help="stop after N")
     parser.add_argument("--rpm-limit", type=int, default=None, help="429 past N requests/min")
     parser.add_argument("--tpm-limit", type=int, default=None, help="429 past N tokens/min")
+    parser.add_argument("--window", type=float, default=60.0,
+                        help="seconds the rpm/tpm limits count over (a 'minute')")
     parser.add_argument(
         "--ignore-stdin", action="store_true", help="do not stop when stdin closes"
     )
@@ -47,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = FakeServer(
         latency=args.latency, plan_tasks=args.plan_tasks, lifetime=args.lifetime,
         max_requests=args.max_requests, port=args.port, rpm_limit=args.rpm_limit,
-        tpm_limit=args.tpm_limit,
+        tpm_limit=args.tpm_limit, window=args.window,
     ).start()
     print(f"READY {server.base_url}", flush=True)
 

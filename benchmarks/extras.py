@@ -1,0 +1,131 @@
+"""The benchmark's other reports: load time, replay, rate limits, and the machine.
+
+Each report says plainly when the part of swarmkit it measures is not on this branch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import KEY_ENV, ROOT, child_env, child_json, fake_server, new_history
+from kernel import load_ext_in_kernel, magic_available
+
+__all__ = ["load_ext_times", "machine_line", "report_all"]
+
+HERE = Path(__file__).resolve().parent
+
+_LOAD_EXT = (
+    "import json, sys, time\n"
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "shell = InteractiveShell.instance()\n"
+    "t0 = time.perf_counter()\n"
+    "shell.run_line_magic('load_ext', 'swarmkit')\n"
+    "print(json.dumps({'wall': time.perf_counter() - t0, 'openai': 'openai' in sys.modules}))\n"
+)
+
+
+def machine_line() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+        check=False,
+    ).stdout.strip() or "?"
+    load = os.getloadavg()[0]
+    return (f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
+            f"{time.strftime('%Y-%m-%d')}, swarmkit {commit}, load average {load:.1f}")
+
+
+def load_ext_times(times: int) -> list[float]:
+    """``%load_ext swarmkit`` in fresh ``python`` processes with an IPython shell."""
+    walls = []
+    for _ in range(times):
+        history = new_history()
+        done = subprocess.run(
+            [sys.executable, "-c", _LOAD_EXT], capture_output=True, text=True,
+            env=child_env(history), cwd=history.parent, timeout=120, check=True,
+        )
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        if result["openai"]:
+            raise RuntimeError("%load_ext swarmkit imported openai; it must stay lazy")
+        walls.append(float(result["wall"]))
+    return walls
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def report_load_ext(quick: bool, with_kernel: bool) -> None:
+    if not magic_available():
+        print("%load_ext swarmkit: not available (the %%swarm magic is not on this branch)")
+        return
+    walls = load_ext_times(2 if quick else 7)
+    line = (f"%load_ext swarmkit: median {statistics.median(walls) * 1000:.0f} ms in a fresh "
+            f"IPython shell (of {len(walls)}; openai not imported)")
+    if with_kernel:
+        kernel = [load_ext_in_kernel(new_history()) for _ in range(1 if quick else 3)]
+        line += f"; {statistics.median(kernel) * 1000:.0f} ms in a fresh kernel"
+    print(line + "   target < 100 ms")
+
+
+def report_replay(quick: bool) -> None:
+    if not _available("swarmkit.store"):
+        print("replay of a recorded 100-worker run: not available "
+              "(record=/replay= from the call store are not on this branch)")
+        return
+    workers = 10 if quick else 100
+    cassette = str(new_history().with_suffix(".swarm.json"))
+    common = ["--workers", str(workers), "--concurrency", "20", "--api-key-env", KEY_ENV]
+    with fake_server(0.0 if quick else 0.1, workers) as url:
+        child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common,
+                    "--option", f"record={cassette}"])
+    # The server is gone: a replay that touched the network would fail.
+    closed = "http://127.0.0.1:9/v1"
+    walls = [
+        child_json([str(HERE / "swarm_client.py"), "--base-url", closed, *common,
+                    "--option", f"replay={cassette}"])["wall"]
+        for _ in range(1 if quick else 5)
+    ]
+    print(f"replay of a recorded {workers}-worker run: median {statistics.median(walls):.3f} s "
+          f"(of {len(walls)}, server stopped)   target < 0.5 s")
+
+
+def report_rate_limited(quick: bool, latency: float) -> None:
+    if not _available("swarmkit.limits"):
+        print("rate-limited run: not available (rpm/tpm limits are not on this branch)")
+        return
+    from swarmkit.limits import ideal_wall_time
+
+    # A short window stands in for the minute, so the run takes seconds, not minutes.
+    workers, concurrency, limit, window = (10, 5, 6, 0.5) if quick else (100, 20, 20, 1.0)
+    ideal = ideal_wall_time(workers + 2, limit=limit, window=window, latency=latency,
+                            concurrency=concurrency)
+    options = ["--option", f"rpm={limit}", "--option", f"rate_window={window}"]
+    common = ["--workers", str(workers), "--concurrency", str(concurrency),
+              "--api-key-env", KEY_ENV, *options]
+    with fake_server(latency, workers, rpm_limit=limit, window=window) as url:
+        result = child_json([str(HERE / "swarm_client.py"), "--base-url", url, *common])
+    print(f"rate-limited run: N={workers}, C={concurrency}, rpm={limit} per {window:g} s window "
+          f"(the server 429s past it): {result['wall']:.2f} s against an ideal of {ideal:.2f} s "
+          f"(ratio {result['wall'] / ideal:.2f}), {result['retries']} retries")
+
+
+def report_all(*, quick: bool, latency: float, with_kernel: bool) -> None:
+    report_load_ext(quick, with_kernel)
+    report_replay(quick)
+    report_rate_limited(quick, latency)

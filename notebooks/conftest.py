@@ -1,0 +1,31 @@
+"""nbval over the tutorials: each notebook's kernel starts offline, with no key.
+
+nbval starts a notebook's kernel while setting up its first cell, and the kernel takes
+the environment of that moment. So the environment is made offline (no key variables,
+no ``SWARMKIT_*``, the default endpoint on a closed port, this checkout importable) for
+exactly that setup, and restored right after: the rest of the test session is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swarmkit.testing.notebooks import offline_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(offline_env(saved, pythonpath=[ROOT]))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

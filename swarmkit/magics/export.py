@@ -1,0 +1,60 @@
+"""``%swarm export [RUN] PATH.ipynb``: a run as a notebook that replays offline.
+
+RUN is a variable holding a Run, or a run id (prefix) from ``%swarm history``; without
+it, the last run of this session. The recording comes from this session's memory or the
+history database (see ``swarmkit.export``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from ..export import ExportResult
+    from ..run import Run
+    from .core import SwarmMagics
+
+__all__ = ["export_command"]
+
+USAGE = "%swarm export [RUN] PATH.ipynb"
+
+
+def _pick(magics: SwarmMagics, which: str | None) -> Run:
+    from ..errors import StoreError
+    from ..run import Run
+    from ..store import History
+    from .core import usage_error
+
+    if which is None:
+        if magics.last_run is None:
+            raise UsageError("%swarm export: no swarm has run in this session yet; run a "
+                             "%%swarm cell first, or name a run from %swarm history")
+        return magics.last_run
+    value = magics.namespace.get(which)
+    if isinstance(value, Run):
+        return value
+    path = magics.session_config().history_file()
+    if not path.is_file():
+        raise UsageError(f"%swarm export: {which!r} is neither a Run variable nor a run in "
+                         f"history ({path} does not exist yet)")
+    try:
+        with History(path) as history:
+            return history.load_run(which)
+    except StoreError as exc:
+        raise usage_error(exc, "%swarm export") from None
+
+
+def export_command(magics: SwarmMagics, argv: list[str]) -> ExportResult:
+    from ..errors import SwarmError
+    from ..export import export_run
+    from .core import usage_error
+
+    if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):
+        raise UsageError(f"%swarm export: expected {USAGE}, e.g. %swarm export report.ipynb")
+    run = _pick(magics, argv[0] if len(argv) == 2 else None)
+    try:
+        return export_run(run, argv[-1], history_path=magics.session_config().history_file())
+    except SwarmError as exc:
+        raise usage_error(exc, "%swarm export") from None

@@ -1,0 +1,30 @@
+"""Keeps benchmarks/run.py from rotting: a tiny run must print every ratio row.
+
+No timing is asserted here (timings belong in benchmarks/README.md, not in tests).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow  # a few fresh processes and a kernel: 5-20 s on 2 cores
+def test_quick_benchmark_prints_the_ratio_rows() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for row in ("ratio (c)/(b) N=10 C=5:", "ratio (c)/(a) N=10 C=5:", "ratio (d)/(c) N=10 C=5:"):
+        assert row in out, out
+    for variant in ("(a) ideal", "(b) baseline", "(c) swarmkit.run"):
+        assert variant in out, out
+    for report in ("%load_ext swarmkit:", "replay of a recorded", "rate-limited run"):
+        assert report in out, out
