@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -210,6 +211,7 @@ class SwarmConfig:
         return config
 
     def validate(self) -> None:
+        self._validate_seconds_paths_and_text()
         if self.max_workers < 1:
             raise ConfigError(f"workers must be at least 1, got {self.max_workers}")
         if self.concurrency < 1:
@@ -238,6 +240,40 @@ class SwarmConfig:
             )
         if self.max_tool_hops < 0 or self.tool_concurrency < 1 or self.max_tool_errors < 1:
             raise ConfigError("tool limits must be positive (max_tool_hops may be 0)")
+
+    def _validate_seconds_paths_and_text(self) -> None:
+        # `not value > 0` also refuses NaN, which would otherwise reach the HTTP client.
+        for name in ("call_timeout", "run_timeout", "tool_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
+        for name in ("backoff_base", "backoff_max"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"{name} must be 0 or more seconds, got {getattr(self, name)}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        for role in ROLES:
+            url = self.role(role).base_url
+            if url is not None and (urlsplit(url).scheme not in ("http", "https")
+                                    or not urlsplit(url).netloc):
+                raise ConfigError(
+                    f"base_url must be an http:// or https:// URL such as "
+                    f"http://127.0.0.1:8000/v1, got {url!r}"
+                )
+        for name in ("record", "replay", "history_path"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a file path, got {value!r}")
+        for name in ("system_prompt", "reducer_prompt", "planner_prompt"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{name} must be text, got {getattr(self, name)!r}")
+        try:
+            self.planner_prompt.format(max_workers=self.max_workers)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(
+                f"planner_prompt may only use the field {{max_workers}}, not {exc}; write "
+                "other braces twice: {{ and }}"
+            ) from None
 
     def history_file(self) -> Path:
         return Path(self.history_path or os.path.join(".swarmkit", "history.db"))

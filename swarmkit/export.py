@@ -13,7 +13,8 @@ of a key variable.
 
 The recording comes from ``cassette=`` (a Cassette or a file), else from this process's
 recent runs (every run through the call store is recorded in memory), else from the run
-history, which keeps each run's cassette.
+history, which keeps each run's cassette. The written cassette leaves out the recording
+machine's file paths (history, record and replay files).
 
 :class:`ReplayNotebook` builds notebooks with several swarm cells and prose between them
 (the tutorials in ``notebooks/`` are made with it).
@@ -24,7 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -219,7 +220,7 @@ class ReplayNotebook:
         secrets = key_values([r.config for r in runs] + [c.run.get("config") or {} for c in
                                                           (s.cassette for s in swarms.values())],
                              self.env)
-        texts = {name: swarm.cassette.dumps() for name, swarm in cassettes.items()}
+        texts = {name: _shareable(swarm.cassette).dumps() for name, swarm in cassettes.items()}
         for name, text in texts.items():
             _refuse_leak(text, f"cassette {name}", secrets)
         notebook = render_cells(parts)
@@ -263,6 +264,18 @@ class ReplayNotebook:
         if not cassettes:
             raise ExportError("the notebook has no swarm cell; add one with swarm(run)")
         return parts, cassettes, swarms
+
+
+# Where the recording machine kept its files: no use to a replay, and no one else's business.
+_LOCAL_PATHS = ("history_path", "record", "replay")
+
+
+def _shareable(cassette: Cassette) -> Cassette:
+    config = dict(cassette.run.get("config") or {})
+    for key in _LOCAL_PATHS:
+        if config.get(key) is not None:
+            config[key] = None
+    return replace(cassette, run={**cassette.run, "config": config})
 
 
 def _notebook_text(notebook: nbformat.NotebookNode) -> str:

@@ -25,6 +25,7 @@ __all__ = [
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _RAW_PREVIEW = 120
+_MARKUP = re.compile(r"<[^>]*>")
 # One line of 3-160 characters without quotes or backslashes (a grammar-friendly regex).
 _ONE_LINE_TASK = r'^[^\n\r\t"\\]{3,160}$'
 
@@ -118,9 +119,12 @@ def parse_plan(text: str | None, max_workers: int) -> ParsedPlan:
             raise PlanError("the planner returned an empty task list; rephrase the task", raw=raw)
         cut = len(tasks) if len(tasks) > max_workers else None
         return ParsedPlan(tuple(tasks[:max_workers]), cut)
-    preview = " ".join(raw.split())[:_RAW_PREVIEW] or "<empty>"
+    # Markup is dropped from the preview only: an error is one plain line, the raw reply
+    # stays whole in the Run's plan_raw.
+    preview = " ".join(_MARKUP.sub(" ", raw).split())[:_RAW_PREVIEW]
+    got = f"got: {preview!r}" if preview else "got an empty reply"
     raise PlanError(
-        f'the planner did not return {{"tasks": [...]}} JSON (got: {preview!r}); '
+        f'the planner did not return {{"tasks": [...]}} JSON ({got}); '
         "try a stronger planner model with --planner-model",
         raw=raw,
     )

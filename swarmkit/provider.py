@@ -44,6 +44,7 @@ from .decode import (
 from .errors import ConfigError, ProviderError, ResponseFormatUnsupported
 from .events import CallRetried, CallStarted, Event, RateLimitWait
 from .limits import RateLimits, worst_case_tokens
+from .store.secrets import MIN_SECRET_CHARS
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 
@@ -127,7 +128,10 @@ class OpenAIProvider:
         base_url = role.base_url or self._env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
         if name is not None:
             key = self._env[name]
-            self._secrets.add(key)
+            if len(key.strip()) >= MIN_SECRET_CHARS:
+                # Shorter values are placeholders ("x", "ollama"): scrubbing them would
+                # mangle every message that happens to contain those letters.
+                self._secrets.add(key.strip())
             return _Endpoint(base_url, name, key)
         if role.base_url is None:
             names_text = " or ".join(role.api_key_env) or "OPENAI_API_KEY"

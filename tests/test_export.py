@@ -228,6 +228,9 @@ def test_recording_comes_from_a_file_or_from_the_history(
     assert found is not None and found.run_id == past.run_id
     result = export_run(loaded, tmp_path / "past.ipynb", cassette=found)
     assert swarm_output(result.notebook)["data"]["text/plain"] == past.tables().text()
+    # The recording machine's paths stay behind.
+    assert str(tmp_path) not in result.cassettes[0].read_text()
+    assert str(tmp_path) not in result.notebook.read_text()
 
 
 def test_a_replayed_run_can_be_exported_again(server: FakeServer, tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
 
 from swarmkit.testing import FakeServer
 
@@ -38,3 +40,13 @@ def options() -> Options:
         return base
 
     return build
+
+
+@pytest.fixture(scope="module")
+def shell() -> InteractiveShell:
+    """A real IPython shell with ``%load_ext swarmkit`` done (in-memory history)."""
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    ip = InteractiveShell.instance(config=config)
+    ip.run_line_magic("load_ext", "swarmkit")
+    return ip

@@ -107,7 +107,7 @@ def _check_budget(run: Run, engine: Engine, cap: Decimal, handler: RandomUsage) 
         )
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     workers=st.integers(1, 24),
@@ -142,7 +142,7 @@ def test_spend_never_exceeds_the_cap_and_refused_workers_are_skipped(
         assert all(c.attempts == 2 for c in run.calls)
 
 
-@settings(max_examples=8, deadline=None, derandomize=True,
+@settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(workers=st.integers(1, 12), concurrency=st.integers(1, 12), seed=st.integers(0, 2**32))
 def test_a_429_on_every_call_does_not_change_the_total_cost(

@@ -31,6 +31,7 @@ from swarmkit.testing import (
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 WORKERS = 8
 HANG = 30.0  # the reply a cancel must cut short; far longer than any test
+BACKOFF = 1.0  # a Retry-After the cancel must cut short
 
 
 class Interrupter:
@@ -197,7 +198,8 @@ def test_cancel_during_a_retry_backoff_stops_the_wait() -> None:
         if not runs:
             runs.append(request.run_id)
         if request.step == "worker-1" and request.run_id == runs[0]:  # the first run only
-            return Fault.rate_limit(retry_after=HANG)
+            # The endpoint stays paused this long for later runs too (swarmkit.limits).
+            return Fault.rate_limit(retry_after=BACKOFF)
         return default_reply(request, plan_tasks=WORKERS)
 
     async def go() -> Run:
@@ -205,6 +207,7 @@ def test_cancel_during_a_retry_backoff_stops_the_wait() -> None:
             # backoff_max is raised so the engine really sleeps on the long Retry-After.
             canceller = CancelOnRetry("worker-1")
             run = await _execute(server, canceller=canceller, backoff_max=HANG)
+            assert server.count("worker-1") == 1  # cancelled while waiting to retry
             await _next_run_works(server)
             return run
 
