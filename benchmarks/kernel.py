@@ -23,7 +23,7 @@ _TIMEOUT = 600
 _SETUP = """
 import gc, json, os, resource, sys, time
 import anyio._backends._asyncio, h11, httpcore2, openai
-import swarmkit, swarmkit.api, swarmkit.provider
+import swarmkit, swarmkit.api, swarmkit.provider, swarmkit.store, swarmkit.tools
 import importlib.util
 if importlib.util.find_spec("swarmkit.dashboard") is not None:
     import swarmkit.dashboard, ipywidgets

@@ -19,6 +19,8 @@ from common import client_parser, import_http_stack, measure_and_print
 import swarmkit
 import swarmkit.api  # the modules a run uses, imported before the clock
 import swarmkit.provider
+import swarmkit.store
+import swarmkit.tools
 
 __all__ = ["main", "parse_options"]
 

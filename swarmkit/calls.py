@@ -126,6 +126,7 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
     tool_choice: str | None = None
     stream: bool = field(default=False, compare=False)
+    _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def body(self) -> dict[str, Any]:
         """The JSON body fields that decide the answer (no ``stream``)."""
@@ -145,8 +146,16 @@ class ChatRequest:
         return body
 
     def fingerprint(self) -> str:
-        """sha256 of the canonical body: equal requests, equal fingerprints."""
-        return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()
+        """sha256 of the canonical body: equal requests, equal fingerprints.
+
+        Worked out once per request: the call store, the recorder and the engine all
+        ask for it on every call.
+        """
+        digest = self._fingerprint
+        if digest is None:
+            digest = hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()
+            object.__setattr__(self, "_fingerprint", digest)  # frozen: a cache, not state
+        return digest
 
     def prompt_token_bound(self) -> int:
         """An upper bound on prompt tokens: no tokenizer yields more tokens than bytes."""

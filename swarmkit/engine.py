@@ -43,7 +43,7 @@ from .planner import parse_plan, plan_formats, repair_message
 from .pricing import PriceTable
 from .records import CallRecord, WorkerRecord
 from .run import Run, RunRecorder
-from .worker import WorkerContext, WorkerTally, run_worker
+from .worker import WorkerContext, WorkerTally, run_worker, unexpected
 
 __all__ = ["Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exported for tools
 
@@ -296,6 +296,9 @@ class Engine:
             error = f"ProviderError: {exc}"
         except ReplayMiss as exc:  # the cassette no longer matches: stop and say where
             self._finish("failed", None, f"ReplayMiss: {exc}", duration=self.now())
+            raise
+        except Exception as exc:  # a bug: still end the Run (and every sink), then raise
+            self._finish("failed", None, unexpected(exc))
             raise
         except asyncio.CancelledError:
             status = "cancelled"
