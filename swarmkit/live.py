@@ -118,6 +118,7 @@ class LiveState:
         self.tools: deque[ToolCallRecord] = deque(maxlen=MAX_TOOL_ROWS)
         self.reducer_inputs: int | None = None
         self.reducer_text: list[str] = []
+        self.reducer_attempt = 1
         self.dirty: set[str] = set(SECTIONS)
 
     # -- folding events (O(1) each) ----------------------------------------------------
@@ -190,6 +191,9 @@ class LiveState:
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)
                 self.dirty.add("reducer")
             case ReducerDelta():
+                if event.attempt != self.reducer_attempt:
+                    # A retried stream starts over: the cut attempt's text is not the answer.
+                    self.reducer_text, self.reducer_attempt = [], event.attempt
                 self.reducer_text.append(event.text)
                 self.dirty.add("reducer")
             case RunFinished():

@@ -1,16 +1,18 @@
 """One worker: its sub-task, its calls (or tool loop), and the record it leaves.
 
 A worker always ends with a WorkerFinished event and a final status: completed, failed,
-skipped or cancelled, with the reason (budget, provider, tools, interrupt, timeout).
+skipped or cancelled, with the reason (budget, provider, tools, error, interrupt, timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, Usage
+from .decode import one_line
 from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from .events import Event, WorkerFinished, WorkerStarted
 from .limits import start_delay
@@ -19,7 +21,15 @@ from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["WorkerContext", "WorkerTally", "run_worker", "worker_messages"]
+__all__ = ["WorkerContext", "WorkerTally", "run_worker", "unexpected", "worker_messages"]
+
+log = logging.getLogger("swarmkit")
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception swarmkit did not expect (a bug, logged with its traceback)."""
+    return (f"unexpected {type(exc).__name__}: {one_line(str(exc), 200)} (a bug; the "
+            "traceback is in the 'swarmkit' log)")
 
 
 @dataclass
@@ -124,6 +134,9 @@ async def run_worker(
         raise
     except SwarmError as exc:  # ToolError and friends, raised by the tool loop
         finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
+    except Exception as exc:  # a bug: it fails this worker, not its siblings or the run
+        log.exception("swarmkit: worker %d raised unexpectedly", index)
+        finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
         reason = engine.cancel_reason or "cancelled"
         finish("cancelled", reason=None if reason == "cancelled" else reason)

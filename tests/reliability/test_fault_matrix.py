@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit.config import SwarmConfig
 from swarmkit.events import CallRetried, Event, ReducerDelta
+from swarmkit.live import LiveState
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]
@@ -160,6 +162,10 @@ def test_stream_cut_midway_reducer_retries_without_duplicated_text(options: Opti
     # The text a live view shows is the text of the latest attempt only.
     assert _shown(deltas) == run.answer
     assert run.answer.count("Final answer") == 1
+    live = LiveState(task=run.task, config=SwarmConfig())  # the dashboard's own state
+    for event in sink.events:
+        live.apply(event)
+    assert "".join(live.reducer_text) == run.answer
 
 
 def _shown(deltas: list[ReducerDelta]) -> str:

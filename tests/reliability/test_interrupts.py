@@ -94,6 +94,7 @@ async def _execute(
     settings: dict[str, object] = {
         "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
         "workers": WORKERS, "concurrency": 3, "backoff_base": 0.001, "backoff_max": 0.05,
+        "budget": 1.0,
     }
     sinks = [canceller] if canceller is not None else []
     engine = await create_engine(sinks=sinks, **{**settings, **options})
@@ -113,6 +114,8 @@ async def _execute(
         await engine.caller.aclose()
     await _settle(server)
     assert asyncio.all_tasks() - before == set()  # every task the engine started is gone
+    budget = engine.budget.snapshot()
+    assert budget.reserved_usd == 0 and budget.spent_usd == run.cost_usd  # nothing held open
     assert server.in_flight == 0  # every connection was hung up
     # Every request the server saw is recorded; a cancelled call's last attempt may have
     # been stopped before its request left.

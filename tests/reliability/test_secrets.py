@@ -193,3 +193,20 @@ def test_a_tool_result_holding_the_key_is_never_written(workdir: Path) -> None:
     assert f"would contain the value of ${KEY_ENV}" in str(error.value)
     assert not (workdir / "tool.swarm.json").exists()
     assert _files_holding_the_key(workdir) == []
+
+
+@pytest.mark.kernel
+def test_an_exported_notebook_and_its_cassette_hold_no_key(workdir: Path) -> None:
+    with FakeServer(Echo()) as server:
+        run = swarmkit.run_sync(
+            "Summarise four things", model="gpt-4.1-mini", base_url=server.base_url,
+            api_key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
+            tools=[lookup],
+        )
+    assert run.worker(1).status == "failed" and len(run.tool_calls) == 1
+    result = run.export(workdir / "canary.ipynb")
+    notebook = json.loads(result.notebook.read_text(encoding="utf-8"))
+    outputs = [o for c in notebook["cells"] for o in c.get("outputs", [])]
+    assert outputs and "[redacted]" in json.dumps(outputs)  # the replayed tables show errors
+    assert result.cassettes and all(p.exists() for p in result.cassettes)
+    assert _files_holding_the_key(workdir) == []
