@@ -43,7 +43,7 @@ async def _swarm(args: argparse.Namespace) -> dict[str, Any]:
     )
     return {
         "calls": sum(c.attempts for c in run.calls), "ok": run.status == "completed",
-        "workers": len(run.workers), "retries": len(run.retries),
+        "workers": len(run.workers), "retries": len(run.retries), "run_duration": run.duration,
     }
 
 

@@ -221,7 +221,7 @@ def budgets_routing_cache() -> ReplayNotebook:
         capped = swarmkit.run_sync(
             "Review eight open-source licenses for a commercial product.",
             base_url=server.base_url, model="gpt-4.1", workers=8, concurrency=1,
-            max_tokens=200, budget="0.022", history=False)
+            max_tokens=200, budget="0.008", history=False)
     book = ReplayNotebook()
     book.markdown(f"""# 03 · Budgets, tiered routing and the cache
 
@@ -243,7 +243,7 @@ vendors. The worker table and the totals show what each tier cost.
     book.swarm(tiered, name="03-routing.swarm.json")
     book.markdown(f"""## 2 · A hard budget
 
-`--budget 0.022` caps the whole run at 2.2 cents. Before each call the engine reserves
+`--budget 0.008` caps the whole run at 0.8 cents. Before each call the engine reserves
 its worst case (every prompt byte a token, plus `--max-tokens` of output) and settles to
 the real usage afterwards, so concurrency can never overshoot. Room is kept for the
 reducer, so the run still merges what its workers found; workers that do not fit show as

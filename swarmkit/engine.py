@@ -53,7 +53,7 @@ log = logging.getLogger("swarmkit")
 _BYTES_PER_TOKEN_ESTIMATE = 4
 # The reducer's answer is shortened down to this when that is what fits the budget.
 _MIN_REDUCER_TOKENS = 64
-# When the cap cannot cover merging every possible output, this share of it is kept back.
+# The most of the remaining cap held back for the reducer while workers run.
 _REDUCER_SHARE = Decimal("0.25")
 
 
@@ -356,7 +356,7 @@ class Engine:
         raise PlanError(f"no response_format was accepted by the planner's server: {last_error}")
 
     def _hold_for_reducer(self, task: str, plan: tuple[str, ...]) -> None:
-        """Hold room for the reducer: all of its worst case, or a share of what is left."""
+        """Hold room for the reducer: its worst case, capped at a share of what is left."""
         if not self.budget.capped:
             return
         worker_bytes = self.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
@@ -367,17 +367,15 @@ class Engine:
         tokens += extra_tokens
         if price is not None:
             usd += price.bound(extra_tokens, 0)
-        if self.budget.hold(usd, tokens):
-            return
-        # Too small for every output: keep a share, and reduce what fits into it later.
+        # Hold the reducer's worst case, but never more than a share of what is left, so
+        # a bigger cap always leaves the workers at least as much room (monotonic), and a
+        # short reducer budget is met later by shortening its answer and its inputs.
         snap = self.budget.snapshot()
-        share_usd = usd
         if snap.cap_usd is not None:
-            share_usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
-        share_tokens = tokens
+            usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
         if snap.cap_tokens is not None:
-            share_tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
-        if not self.budget.hold(share_usd, share_tokens):
+            tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
+        if not self.budget.hold(usd, tokens):
             raise BudgetExceeded("budget spent before the workers could start; raise the budget")
 
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:

@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ExportError, StoreError
-from .notebook import NotebookPart, execute_notebook, render_cells, write_atomically
+from .notebook import (
+    CLOSED_BASE_URL,
+    NotebookPart,
+    execute_notebook,
+    render_cells,
+    write_atomically,
+)
 from .replaycell import header_markdown, swarm_cells
 from .store.cassette import Cassette
 from .store.secrets import MIN_SECRET_CHARS, find_secret
@@ -216,10 +222,8 @@ class ReplayNotebook:
         if target.suffix != ".ipynb":
             raise ExportError(f"export to a .ipynb path, not {target.name!r}")
         parts, cassettes, swarms = self._resolve(target)
-        runs = [swarm.run for swarm in swarms.values()]
-        secrets = key_values([r.config for r in runs] + [c.run.get("config") or {} for c in
-                                                          (s.cassette for s in swarms.values())],
-                             self.env)
+        configs = [c for s in swarms.values() for c in (s.run.config, s.config)]
+        secrets = key_values(configs, self.env)
         texts = {name: _shareable(swarm.cassette).dumps() for name, swarm in cassettes.items()}
         for name, text in texts.items():
             _refuse_leak(text, f"cassette {name}", secrets)
@@ -291,7 +295,7 @@ def _kernel_env(env: Mapping[str, str], secrets: Mapping[str, str]) -> dict[str,
     outputs need neither; dropping ``SWARMKIT_*`` keeps them a function of the notebook.
     """
     kernel = {k: v for k, v in env.items() if k not in secrets and not k.startswith("SWARMKIT_")}
-    kernel["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    kernel["OPENAI_BASE_URL"] = CLOSED_BASE_URL
     # The kernel imports the swarmkit doing the export, installed or not.
     package_root = str(Path(__file__).resolve().parent.parent)
     kernel["PYTHONPATH"] = os.pathsep.join(

@@ -21,7 +21,17 @@ from .errors import ExportError
 if TYPE_CHECKING:
     import nbformat
 
-__all__ = ["NotebookPart", "execute_notebook", "render_cells", "write_atomically"]
+__all__ = [
+    "CLOSED_BASE_URL",
+    "NotebookPart",
+    "execute_notebook",
+    "render_cells",
+    "write_atomically",
+]
+
+# Port 9 (discard) has no listener on a normal machine: a connection is refused at once,
+# so a replaying kernel that tried to reach a model would fail instead of passing by luck.
+CLOSED_BASE_URL = "http://127.0.0.1:9/v1"
 
 # ("markdown" | "code", (source, cell tags))
 NotebookPart = tuple[str, tuple[str, tuple[str, ...]]]

@@ -176,7 +176,7 @@ class AdaptiveGate:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # the slot was handed over as we were cancelled
-            else:
+            elif waiter in self._waiters:  # _wake may already have dropped it
                 self._waiters.remove(waiter)
             raise
         return GateTicket(self._epoch)

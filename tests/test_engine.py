@@ -222,3 +222,17 @@ def test_run_timeout_cancels_and_keeps_finished_workers() -> None:
     by_status = {w.index: w.status_label for w in run.workers}
     assert by_status[2] == "cancelled (timeout)"
     assert by_status[1] == "completed" and by_status[3] == "completed"
+
+
+def test_a_bigger_budget_never_completes_fewer_workers() -> None:
+    """The reducer's hold is capped at a share of the cap, so more money, more workers."""
+    completed = []
+    with FakeServer(plan_tasks=8) as server:
+        for cap in ("0.01", "0.0125", "0.015", "0.02", "0.03", "0.05"):
+            run = swarmkit.run_sync(
+                "task", **options(server, model="gpt-4.1", workers=8, budget=cap, cache=False)
+            )
+            assert run.cost_usd is not None and run.cost_usd <= Decimal(cap)
+            completed.append(sum(w.status == "completed" for w in run.workers))
+    assert completed == sorted(completed), completed
+    assert completed[-1] == 8

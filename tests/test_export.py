@@ -359,3 +359,31 @@ def test_swarm_export_writes_the_last_run_or_a_named_one(
     assert Cassette.load(named.cassettes[0]).run_id == first.run_id
     with pytest.raises(UsageError, match="expected %swarm export"):
         shell.run_line_magic("swarm", "export first")
+
+
+# -- swarmkit demo --------------------------------------------------------------------------
+
+
+@pytest.mark.local
+@pytest.mark.slow
+def test_swarmkit_demo_runs_the_embedded_model_and_writes_a_notebook_that_replays(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("llama_cpp", reason="needs the local extra")
+    root = Path(swarmkit.__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("SWARMKIT_HISTORY", None)  # the demo keeps its history beside its notebook
+    demo = subprocess.run([sys.executable, "-m", "swarmkit", "demo", "--workers", "3"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    assert "wrote demo.ipynb and demo.swarm.json" in demo.stdout
+    notebook = nbformat.read(tmp_path / "demo.ipynb", as_version=4)
+    assert "embedded local model" in notebook.cells[0].source
+    shown = swarm_output(tmp_path / "demo.ipynb")["data"]["text/plain"]
+    assert shown in demo.stdout  # the notebook shows the tables the terminal printed
+    checked = run_nbval("demo.ipynb", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

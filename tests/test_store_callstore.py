@@ -108,6 +108,18 @@ def test_identical_run_is_served_entirely_from_cache_and_no_cache_turns_it_off(
     assert server.count() == 5
 
 
+def test_the_same_model_at_another_endpoint_is_not_served_from_the_cache(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    swarm(server.base_url, tmp_path, cache=True)
+    with FakeServer(lifetime=60) as other:
+        swarm(other.base_url, tmp_path, cache=True)
+        assert other.count() == 5  # same model name, different endpoint: every call live
+    server.clear()
+    swarm(server.base_url, tmp_path, cache=True)
+    assert server.count() == 0  # and the first endpoint's entries are still there
+
+
 def test_cache_survives_a_process_restart(server: FakeServer, tmp_path: Path) -> None:
     swarm(server.base_url, tmp_path, cache=True)
     server.clear()

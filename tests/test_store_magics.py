@@ -110,6 +110,11 @@ def test_record_and_replay_cells_show_identical_output_with_the_server_gone(
     assert replayed.run_id == recorded.run_id
     assert len(replayed_outputs) == len(recorded_outputs) == 1
     assert replayed_outputs[0].data == recorded_outputs[0].data
+    # --background is ignored in replay: the cell still ends with the one final display.
+    background, background_outputs = cell(
+        shell, line_for(closed_port_url(), f"--replay {cassette} --background"))
+    assert background.run_id == recorded.run_id
+    assert [o.data for o in background_outputs] == [recorded_outputs[0].data]
 
     with pytest.raises(UsageError, match="ReplayMiss: replay miss at planner") as caught:
         cell(shell, line_for(closed_port_url(), f"--replay {cassette}"), "Name three lakes")

@@ -140,7 +140,9 @@ class SwarmMagics(Magics):
         dashboard = self._dashboard(task, config, handle, args.background) if live else None
         handle.dashboard = dashboard
         sinks: list[Sink] = [] if dashboard is None else [dashboard]
-        if args.background:
+        # A replay takes a moment and must leave one final display (nbval compares it),
+        # so it always runs in the foreground, even with --background.
+        if args.background and config.replay is None:
             return self._background(handle, sinks, names, dashboard)
         if dashboard is not None:
             publish_widget(dashboard.widget)

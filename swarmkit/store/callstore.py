@@ -10,6 +10,7 @@ two identical calls in one run are cached and replayed as two entries.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -41,6 +42,15 @@ if TYPE_CHECKING:
 __all__ = ["CallStore"]
 
 log = logging.getLogger("swarmkit")
+
+
+def _cache_key(fingerprint: str, role: RoleConfig) -> str:
+    """The same model name at two endpoints (two vLLM hosts, Ollama and a gateway) may be
+    two different models, so the cache keys on the endpoint too. The embedded model's port
+    changes with every start, so it is keyed as "local" and survives a kernel restart."""
+    if role.base_url is None or role.is_local:
+        return fingerprint
+    return hashlib.sha256(f"{fingerprint}@{role.base_url}".encode()).hexdigest()
 
 
 class CallStore:
@@ -151,8 +161,9 @@ class CallStore:
         if self.player is not None:
             return self._replay(request, step, occurrence, emit, on_delta)
         started = clock()
+        cache_key = _cache_key(fingerprint, role)
         if self.cache is not None and step not in self.refresh:
-            cached = self._cache_get(fingerprint, occurrence)
+            cached = self._cache_get(cache_key, occurrence)
             if cached is not None:
                 if on_delta is not None and cached.content:
                     on_delta(cached.content)
@@ -168,7 +179,7 @@ class CallStore:
         except ProviderError as exc:  # failures are recorded, never cached
             self._served(step, request, occurrence, None, "live", type(exc).__name__)
             raise
-        self._cache_put(fingerprint, occurrence, request.model, result.response)
+        self._cache_put(cache_key, occurrence, request.model, result.response)
         self._served(step, request, occurrence, result.response, "live")
         return CallOutcome(result.response, "live", result.attempts, result.latency, occurrence)
 

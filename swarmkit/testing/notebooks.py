@@ -14,10 +14,10 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..notebook import CLOSED_BASE_URL
+
 __all__ = ["CLOSED_BASE_URL", "offline_env", "package_root", "run_nbval"]
 
-# Port 9 (discard) has no listener on a normal machine: a connection is refused at once.
-CLOSED_BASE_URL = "http://127.0.0.1:9/v1"
 
 
 def package_root() -> Path:
