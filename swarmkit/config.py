@@ -16,6 +16,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+from .urls import redact_url
 
 __all__ = [
     "AUTO_MODEL",
@@ -126,6 +127,8 @@ class SwarmConfig:
         data["budget_usd"] = None if self.budget_usd is None else str(self.budget_usd)
         for role in ROLES:
             data[role]["api_key_env"] = list(self.role(role).api_key_env)
+            if self.role(role).base_url is not None:
+                data[role]["base_url"] = redact_url(self.role(role).base_url)
         data["prices"] = [list(p) for p in self.prices]
         data["refresh"] = list(self.refresh)
         return data

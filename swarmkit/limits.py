@@ -32,6 +32,7 @@ from .calls import ChatRequest
 from .config import RoleConfig, SwarmConfig
 from .events import ConcurrencyChanged, Event, RateLimitWait
 from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
+from .urls import redact_url
 
 __all__ = [
     "MAX_START_JITTER",
@@ -245,7 +246,7 @@ class Admission:
 
     def _changed(self, limit: int | None, reason: str, emit: Emit, clock: Clock) -> None:
         if limit is not None:
-            emit(ConcurrencyChanged(self.endpoint, limit, reason, t=clock()))
+            emit(ConcurrencyChanged(redact_url(self.endpoint), limit, reason, t=clock()))
 
 
 class _WaitReport:

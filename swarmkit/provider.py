@@ -45,6 +45,7 @@ from .errors import ConfigError, ProviderError, ResponseFormatUnsupported
 from .events import CallRetried, CallStarted, Event, RateLimitWait
 from .limits import RateLimits, worst_case_tokens
 from .store.secrets import MIN_SECRET_CHARS
+from .urls import split_credentials
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 
@@ -156,13 +157,17 @@ class OpenAIProvider:
             import openai
 
             tls = _plain_http_tls(endpoint.base_url) or await asyncio.to_thread(_tls_context)
+            base_url, userinfo_auth, password = split_credentials(endpoint.base_url)
+            if password is not None and len(password) >= MIN_SECRET_CHARS:
+                self._secrets.add(password)
             count = max(1, math.ceil(self.config.concurrency / _CALLS_PER_POOL))
             pools = self._clients.setdefault(
                 (endpoint.base_url, endpoint.key_env),
                 [
                     openai.AsyncOpenAI(
                         api_key=endpoint.key,
-                        base_url=endpoint.base_url,
+                        base_url=base_url,
+                        default_headers=userinfo_auth or None,
                         max_retries=0,
                         timeout=self.config.call_timeout,
                         http_client=openai.DefaultAsyncHttpxClient(verify=tls),

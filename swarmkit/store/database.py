@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,22 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     )
 
 
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. On a new file, processes opening it at once race for the exclusive
+    lock this needs, and SQLite answers the loser with SQLITE_BUSY at once (deadlock
+    avoidance skips the busy handler), so it is retried here up to the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY"
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class Database:
     """The history file: a connection for reads and quick writes, shared by threads under
     a lock, and a background :class:`Writer` for the big writes (:meth:`write_later`)."""
@@ -115,7 +132,7 @@ class Database:
         try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
         except BaseException:
             conn.close()

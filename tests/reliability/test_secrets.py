@@ -9,6 +9,7 @@ JSON and tables, every event's repr and every error message is searched for it.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import swarmkit
 from swarmkit.errors import CassetteError
 from swarmkit.events import Event
 from swarmkit.run import Run
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, default_reply
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
 from swarmkit.tools import tool
 
 KEY_ENV = "SWARMKIT_CANARY_KEY"
@@ -210,3 +211,25 @@ def test_an_exported_notebook_and_its_cassette_hold_no_key(workdir: Path) -> Non
     assert outputs and "[redacted]" in json.dumps(outputs)  # the replayed tables show errors
     assert result.cassettes and all(p.exists() for p in result.cassettes)
     assert _files_holding_the_key(workdir) == []
+
+
+def test_a_password_in_the_base_url_is_kept_out_of_every_record(workdir: Path) -> None:
+    """Gateways may take credentials in the URL's userinfo (sent as Basic auth)."""
+    password = "gw-CANARY-pass-93e1f0"
+    reprs = Reprs()
+    faults = [FaultRule(Fault.rate_limit(), step="worker-1", attempts=1)]  # adapts concurrency
+    with FakeServer(plan_tasks=2, faults=faults) as server:
+        url = server.base_url.replace("http://", f"http://gateway:{password}@")
+        run = swarmkit.run_sync(
+            "Summarise two things", model="gpt-4.1-mini", base_url=url, api_key_env=KEY_ENV,
+            backoff_base=0.001, backoff_max=0.01, record="gw.swarm.json", sinks=[reprs],
+        )
+        assert {r.authorization for r in server.requests} == {
+            "Basic " + base64.b64encode(f"gateway:{password}".encode()).decode()}
+    assert run.status == "completed"
+    assert run.config["worker"]["base_url"] == url.replace(password, "***")
+    assert any("concurrency_changed" in text for text in reprs.texts)
+    for text in [*_texts_of(run), *reprs.texts]:
+        assert password not in text
+    leaked = [p for p in workdir.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
+    assert leaked == []  # the debug log included: the SDK never saw it in a URL
