@@ -221,8 +221,11 @@ def _verbatim_cells(rows: Sequence[Sequence[Any]]) -> list[list[tuple[str, int]]
             if not isinstance(value, str | int) or isinstance(value, bool):
                 return None
             text = str(value)
-            width = _text_width(text)
-            if width < 0 or not text.isprintable() or text != text.strip():
+            if not text.isprintable() or text != text.strip():
+                return None
+            # Printable ASCII is one column a character; only the rest needs wcwidth.
+            width = len(text) if text.isascii() else _text_width(text)
+            if width < 0:
                 return None
             texts.append((text, width))
         cells.append(texts)
