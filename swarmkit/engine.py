@@ -194,7 +194,7 @@ class Engine:
                 step=step,
                 role=role,
                 model=request.model,
-                source="live",
+                source="live" if exc.started is None else "replay",  # timing: replay only
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
                 started=started if exc.started is None else exc.started,
