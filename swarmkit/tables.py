@@ -9,15 +9,21 @@ here is a pure function of the Run, so a replayed run renders byte-identical out
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
+try:  # what tabulate measures cell widths with when it is installed (wide characters)
+    from wcwidth import wcswidth as _text_width
+except ImportError:  # pragma: no cover - tabulate then measures with len too
+    _text_width = len
+
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["RunTables", "clip", "format_cost", "format_tokens"]
+__all__ = ["RunTables", "clip", "format_cost", "format_tokens", "render_table"]
 
 _TASK_WIDTH = 48
 _CELL_WIDTH = 60
@@ -103,12 +109,10 @@ class RunTables:
         )
 
     def worker_table(self, fmt: str = "simple") -> str:
-        return tabulate(self.worker_rows(), headers=self.WORKER_HEADERS, tablefmt=fmt,
-                        disable_numparse=True)
+        return render_table(self.worker_rows(), self.WORKER_HEADERS, fmt)
 
     def tool_table(self, fmt: str = "simple") -> str:
-        return tabulate(self.tool_rows(), headers=self.TOOL_HEADERS, tablefmt=fmt,
-                        disable_numparse=True)
+        return render_table(self.tool_rows(), self.TOOL_HEADERS, fmt)
 
     def text(self) -> str:
         run = self.run
@@ -172,6 +176,57 @@ class RunTables:
         """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
         data = {"text/html": self.html(), "text/plain": self.text()}
         return data, {"swarmkit": self.metadata()}
+
+
+def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:
+    """``tabulate(rows, headers, tablefmt=fmt, disable_numparse=True)``, byte for byte.
+
+    tabulate infers a type for every cell, which is most of the time a 1,000-worker
+    run's final display takes. Cells that it prints as they are (one printable line, no
+    whitespace at either end) in the ``simple`` and ``html`` formats are laid out here,
+    measured as tabulate measures them; anything else goes to tabulate.
+    """
+    cells = _verbatim_cells(rows)
+    if cells is None or fmt not in ("simple", "html"):
+        return str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
+    # Every column is text (numbers are not parsed), so everything is left-aligned;
+    # tabulate pads the headers by two.
+    widths = [len(header) + 2 for header in headers]
+    for row in cells:
+        for column, (_, width) in enumerate(row):
+            widths[column] = max(widths[column], width)
+
+    def line(row: list[tuple[str, int]], cell: str, sep: str) -> str:
+        return sep.join(cell.format(text + " " * (widths[i] - width))
+                        for i, (text, width) in enumerate(row))
+
+    head = [(h, len(h)) for h in headers]
+    if fmt == "simple":
+        lines = [line(head, "{}", "  ").rstrip(), "  ".join("-" * w for w in widths)]
+        lines += [line(row, "{}", "  ").rstrip() for row in cells]
+        return "\n".join(lines)
+    escaped = [[(html.escape(text, quote=True), width) for text, width in row] for row in cells]
+    lines = [f"<table>\n<thead>\n<tr>{line(head, '<th>{}</th>', '')}</tr>\n</thead>\n<tbody>"]
+    lines += [f"<tr>{line(row, '<td>{}</td>', '')}</tr>" for row in escaped]
+    lines.append("</tbody>\n</table>")
+    return "\n".join(lines)
+
+
+def _verbatim_cells(rows: Sequence[Sequence[Any]]) -> list[list[tuple[str, int]]] | None:
+    """Each cell's text and display width, or None if tabulate would change any cell."""
+    cells = []
+    for row in rows:
+        texts = []
+        for value in row:
+            if not isinstance(value, str | int) or isinstance(value, bool):
+                return None
+            text = str(value)
+            width = _text_width(text)
+            if width < 0 or not text.isprintable() or text != text.strip():
+                return None
+            texts.append((text, width))
+        cells.append(texts)
+    return cells
 
 
 def _scrolling(table: str, rows: int) -> str:
