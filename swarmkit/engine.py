@@ -11,7 +11,6 @@ import datetime as dt
 import logging
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -24,7 +23,6 @@ from .errors import (
     PlanError,
     ProviderError,
     ReplayMiss,
-    ResponseFormatUnsupported,
 )
 from .events import (
     BudgetUpdated,
@@ -32,16 +30,15 @@ from .events import (
     CallStarted,
     Event,
     PlanReady,
-    ReducerDelta,
-    ReducerStarted,
     RunFinished,
     RunStarted,
     Sink,
 )
 from .limits import worst_case_tokens
-from .planner import parse_plan, plan_formats, repair_message
+from .planner import make_plan
 from .pricing import PriceTable
 from .records import CallRecord, WorkerRecord
+from .reducer import hold_for_reducer, reduce
 from .run import Run, RunRecorder
 from .worker import WorkerContext, WorkerTally, run_worker, unexpected
 
@@ -49,12 +46,6 @@ __all__ = ["Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exporte
 
 log = logging.getLogger("swarmkit")
 
-# Average bytes per token when sizing the reducer's hold before worker outputs exist.
-_BYTES_PER_TOKEN_ESTIMATE = 4
-# The reducer's answer is shortened down to this when that is what fits the budget.
-_MIN_REDUCER_TOKENS = 64
-# The most of the remaining cap held back for the reducer while workers run.
-_REDUCER_SHARE = Decimal("0.25")
 
 
 def new_run_id() -> str:
@@ -83,14 +74,6 @@ class _Attempts:
     def deliver(self, text: str) -> None:
         assert self._on_delta is not None
         self._on_delta(text, max(self.count, 1))
-
-
-def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
-    labels = Counter(r.status_label for r in records)
-    counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
-    budget = any(r.reason == "budget" for r in records)
-    hint = "raise the budget or lower max_tokens" if budget else "see the workers' errors"
-    return f"no worker finished ({counts}); nothing to reduce; {hint}"
 
 
 class Engine:
@@ -151,7 +134,7 @@ class Engine:
             self.cancel_reason = reason
             self._main.cancel()
 
-    def _worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
+    def worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
         tokens = worst_case_tokens(request, self.config.role(role))
         prompt = request.prompt_token_bound()
         price = self.prices.lookup(request.model)
@@ -173,7 +156,7 @@ class Engine:
         ``on_delta(text, attempt)`` receives streamed text with the attempt it belongs to.
         """
         if reservation is None and self.budget.capped:
-            usd, tokens = self._worst_case(role, request)
+            usd, tokens = self.worst_case(role, request)
             reservation = await self.budget.reserve(usd, tokens, what=step)
         started = self.now()
         attempts = _Attempts(self.emit, on_delta)
@@ -194,7 +177,7 @@ class Engine:
                 step=step,
                 role=role,
                 model=request.model,
-                source="live",
+                source="live" if exc.started is None else "replay",  # timing: replay only
                 usage=Usage(requests=exc.attempts),
                 cost_usd=Decimal(0),
                 started=started if exc.started is None else exc.started,
@@ -284,9 +267,9 @@ class Engine:
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
         status, answer, error = "failed", None, None
         try:
-            plan = await self._plan(task)
+            plan = await make_plan(self, task)
             records = await self._fan_out(task, plan)
-            status, answer, error = await self._reduce(task, plan, records)
+            status, answer, error = await reduce(self, task, plan, records)
         except PlanError as exc:
             self.emit(PlanReady((), exc.raw, self.now()))  # keep the raw reply in the Run
             error = f"PlanError: {exc}"
@@ -318,7 +301,7 @@ class Engine:
     async def plan_only(self, task: str) -> tuple[str, ...]:
         """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
-        return await self._plan(task)
+        return await make_plan(self, task)
 
     def _finish(
         self, status: Any, answer: str | None, error: str | None, duration: float | None = None
@@ -327,59 +310,8 @@ class Engine:
             duration = self.now() if self._recorded_duration is None else self._recorded_duration
         self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
-    async def _plan(self, task: str) -> tuple[str, ...]:
-        cfg = self.config
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": cfg.planner_prompt.format(max_workers=cfg.max_workers)},
-            {"role": "user", "content": task},
-        ]
-        last_error: ResponseFormatUnsupported | None = None
-        for response_format in plan_formats(cfg.max_workers, local=cfg.planner.is_local):
-            request = self.request("planner", messages, response_format=response_format)
-            try:
-                outcome = await self.call("planner", "planner", request)
-            except ResponseFormatUnsupported as exc:
-                last_error = exc
-                continue
-            raw = outcome.response.content or ""
-            try:
-                parsed = parse_plan(raw, cfg.max_workers)
-            except PlanError:
-                repair = [*messages, {"role": "assistant", "content": raw}]
-                repair.append(repair_message(cfg.max_workers))
-                request = self.request("planner", repair, response_format=response_format)
-                outcome = await self.call("planner", "planner", request)
-                raw = outcome.response.content or ""
-                parsed = parse_plan(raw, cfg.max_workers)
-            self.emit(PlanReady(parsed.tasks, raw, self.now(), parsed.truncated_from))
-            return parsed.tasks
-        raise PlanError(f"no response_format was accepted by the planner's server: {last_error}")
-
-    def _hold_for_reducer(self, task: str, plan: tuple[str, ...]) -> None:
-        """Hold room for the reducer: its worst case, capped at a share of what is left."""
-        if not self.budget.capped:
-            return
-        worker_bytes = self.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
-        skeleton = self._reducer_request(task, [(i + 1, t, "") for i, t in enumerate(plan)])
-        usd, tokens = self._worst_case("reducer", skeleton)
-        price = self.prices.lookup(self.config.reducer.model)
-        extra_tokens = len(plan) * worker_bytes
-        tokens += extra_tokens
-        if price is not None:
-            usd += price.bound(extra_tokens, 0)
-        # Hold the reducer's worst case, but never more than a share of what is left, so
-        # a bigger cap always leaves the workers at least as much room (monotonic), and a
-        # short reducer budget is met later by shortening its answer and its inputs.
-        snap = self.budget.snapshot()
-        if snap.cap_usd is not None:
-            usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
-        if snap.cap_tokens is not None:
-            tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
-        if not self.budget.hold(usd, tokens):
-            raise BudgetExceeded("budget spent before the workers could start; raise the budget")
-
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
-        self._hold_for_reducer(task, plan)
+        hold_for_reducer(self, task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
         try:
@@ -391,61 +323,3 @@ class Engine:
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
             raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
-
-    def _reducer_request(
-        self, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
-    ) -> ChatRequest:
-        parts = [f"Task: {task}", ""]
-        for index, subtask, output in inputs:
-            parts += [f"Worker {index} (sub-task: {subtask}):", output, ""]
-        messages = [
-            {"role": "system", "content": self.config.reducer_prompt},
-            {"role": "user", "content": "\n".join(parts).rstrip()},
-        ]
-        stream = self.config.stream_reducer and not self.config.reducer.is_local
-        extra: dict[str, Any] = {"stream": stream}
-        if max_tokens is not None:
-            extra["max_tokens"] = max_tokens
-        return self.request("reducer", messages, **extra)
-
-    async def _reduce(
-        self, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
-    ) -> tuple[Any, str | None, str | None]:
-        done = [r for r in records if r.status == "completed"]
-        self.budget.release_hold()
-        if not done:
-            return "failed", None, _nothing_to_reduce(records)
-        inputs = [(r.index, r.task, r.output or "") for r in done]
-        request, reservation, inputs = await self._reserve_reducer(task, inputs)
-        self.emit(ReducerStarted(tuple(index for index, _, _ in inputs), self.now()))
-
-        def on_delta(text: str, attempt: int) -> None:
-            self.emit(ReducerDelta(text, self.now(), attempt))
-
-        outcome = await self.call(
-            "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
-        )
-        status = "completed" if len(inputs) == len(plan) else "partial"
-        return status, outcome.response.content or "", None
-
-    async def _reserve_reducer(
-        self, task: str, inputs: list[tuple[int, str, str]]
-    ) -> tuple[ChatRequest, Reservation | None, list[tuple[int, str, str]]]:
-        """Reserve for the reducer. If the cap is short, shorten its answer first, then
-        give it fewer worker outputs (the reducer's inputs are recorded in the Run)."""
-        max_tokens = self.config.reducer.max_tokens
-        while True:
-            request = self._reducer_request(task, inputs, max_tokens)
-            if not self.budget.capped:
-                return request, None, inputs
-            usd, tokens = self._worst_case("reducer", request)
-            try:
-                reservation = await self.budget.reserve(usd, tokens, what="the reducer")
-                return request, reservation, inputs
-            except BudgetExceeded:
-                if max_tokens > _MIN_REDUCER_TOKENS:
-                    max_tokens = max(_MIN_REDUCER_TOKENS, max_tokens // 2)
-                elif len(inputs) > 1:
-                    inputs = inputs[: max(1, len(inputs) * 3 // 4)]
-                else:
-                    raise

@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import PlanError
+from .errors import PlanError, ResponseFormatUnsupported
+from .events import PlanReady
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 __all__ = [
     "ParsedPlan",
+    "make_plan",
     "parse_plan",
     "plan_formats",
     "plan_schema",
@@ -128,3 +133,34 @@ def parse_plan(text: str | None, max_workers: int) -> ParsedPlan:
         "try a stronger planner model with --planner-model",
         raw=raw,
     )
+
+
+async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
+    """Ask the planner down the response_format ladder; repair a junk reply once."""
+    cfg = engine.config
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": cfg.planner_prompt.format(max_workers=cfg.max_workers)},
+        {"role": "user", "content": task},
+    ]
+    last_error: ResponseFormatUnsupported | None = None
+    for response_format in plan_formats(cfg.max_workers, local=cfg.planner.is_local):
+        request = engine.request("planner", messages, response_format=response_format)
+        try:
+            outcome = await engine.call("planner", "planner", request)
+        except ResponseFormatUnsupported as exc:
+            last_error = exc
+            continue
+        raw = outcome.response.content or ""
+        try:
+            parsed = parse_plan(raw, cfg.max_workers)
+        except PlanError:
+            repair = [*messages, {"role": "assistant", "content": raw}]
+            repair.append(repair_message(cfg.max_workers))
+            request = engine.request("planner", repair, response_format=response_format)
+            outcome = await engine.call("planner", "planner", request)
+            raw = outcome.response.content or ""
+            parsed = parse_plan(raw, cfg.max_workers)
+        engine.emit(PlanReady(parsed.tasks, raw, engine.now(), parsed.truncated_from))
+        return parsed.tasks
+    raise PlanError(f"no response_format was accepted by the planner's server: {last_error}")
+

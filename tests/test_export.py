@@ -16,7 +16,6 @@ import nbformat
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
 
 import swarmkit
 from swarmkit.errors import ExportError
@@ -25,7 +24,7 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.replaycell import replay_options, swarm_cells
 from swarmkit.run import Run
 from swarmkit.store import Cassette
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.testing.notebooks import CLOSED_BASE_URL, offline_env, run_nbval
 from swarmkit.tools import tool
 
@@ -332,11 +331,7 @@ def test_replay_options_put_what_has_no_flag_in_a_config_cell() -> None:
 
 @pytest.fixture(scope="module")
 def shell() -> InteractiveShell:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.run_line_magic("load_ext", "swarmkit")
-    return ip
+    return swarm_shell()
 
 
 def test_swarm_export_writes_the_last_run_or_a_named_one(

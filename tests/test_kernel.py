@@ -105,13 +105,15 @@ def test_interrupt_keeps_finished_workers_and_the_kernel_usable(kernel: KernelSe
 
         # The kernel answers the next cell, and _swarm holds the finished workers.
         reply, printed = kernel.execute(
-            "import json\n"
+            "import json\nfrom swarmkit.testing import run_problems\n"
             "print(json.dumps({'status': _swarm.status, 'workers': len(_swarm.workers),"
             " 'completed': sum(w.status == 'completed' for w in _swarm.workers),"
-            " 'statuses': sorted({w.status for w in _swarm.workers})}))"
+            " 'statuses': sorted({w.status for w in _swarm.workers}),"
+            " 'problems': run_problems(_swarm)}))"
         )
         assert reply["status"] == "ok", printed
         state = json.loads(printed)
+        assert state["problems"] == []  # the partial Run is a consistent record
         assert state["status"] == "cancelled" and state["workers"] == 50
         assert state["statuses"] == ["cancelled", "completed"]
         assert state["completed"] >= 5

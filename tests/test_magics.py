@@ -18,23 +18,19 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from traitlets.config import Config
 
 from swarmkit.magics import SwarmHandle, SwarmMagics
 from swarmkit.magics.dryrun import DryRun
 from swarmkit.magics.interpolate import interpolate
 from swarmkit.run import Run
-from swarmkit.testing import FakeServer
+from swarmkit.testing import FakeServer, swarm_shell
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def shell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InteractiveShell]:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.run_line_magic("load_ext", "swarmkit")
+    ip = swarm_shell()
     # Runs keep their history; keep it out of the checkout.
     before = os.environ.get("SWARMKIT_HISTORY")
     os.environ["SWARMKIT_HISTORY"] = str(tmp_path_factory.mktemp("magics") / "history.db")

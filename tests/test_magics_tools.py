@@ -13,10 +13,9 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from traitlets.config import Config
 
 from swarmkit.run import Run
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import mcp_registry
 
 MCP_SERVER = Path(__file__).resolve().parent / "mcp_server.py"
@@ -24,11 +23,7 @@ MCP_SERVER = Path(__file__).resolve().parent / "mcp_server.py"
 
 @pytest.fixture(scope="module")
 def shell() -> InteractiveShell:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.run_line_magic("load_ext", "swarmkit")
-    return ip
+    return swarm_shell()
 
 
 def tool_model(request: FakeRequest) -> FakeReply:

@@ -409,7 +409,7 @@ def test_plain_http_endpoints_get_a_context_that_trusts_nothing(
 ) -> None:
     import ssl
 
-    from swarmkit.provider import _plain_http_tls, _tls_context
+    from swarmkit.provider.clients import _plain_http_tls, _tls_context
 
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                  "all_proxy"):

@@ -17,12 +17,11 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
-from traitlets.config import Config
 
 from swarmkit.magics import SwarmMagics
 from swarmkit.run import Run
 from swarmkit.store import RunDiff, RunListing
-from swarmkit.testing import FakeRequest, FakeServer
+from swarmkit.testing import FakeRequest, FakeServer, swarm_shell
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "Name three rivers"
@@ -30,11 +29,7 @@ TASK = "Name three rivers"
 
 @pytest.fixture(scope="module")
 def shell() -> InteractiveShell:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.run_line_magic("load_ext", "swarmkit")
-    return ip
+    return swarm_shell()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..records import sum_costs
+from ..reducer import reducer_request
 from ..tables import format_cost, format_tokens
 from ..worker import worker_messages
 from .display import SmallTable
@@ -95,7 +96,7 @@ def estimate(engine: Engine, task: str, plan: tuple[str, ...]) -> DryRun:
                         completion=len(plan) * config.worker.max_tokens))
 
     # The reducer reads every worker's output: at most max_tokens each.
-    skeleton = engine._reducer_request(task, [(i, t, "") for i, t in enumerate(plan, 1)])
+    skeleton = reducer_request(engine, task, [(i, t, "") for i, t in enumerate(plan, 1)])
     reducer_tokens = (skeleton.prompt_token_bound() + len(plan) * config.worker.max_tokens
                       + (skeleton.max_tokens or 0))
     roles.append(_bound(engine, "reducer", config.reducer.model, 1 if plan else 0,

@@ -24,6 +24,7 @@ from .replies import (
     role_of_step,
 )
 from .server import FakeServer, Handler
+from .shell import swarm_shell
 
 __all__ = [
     "FakeReply",
@@ -39,4 +40,5 @@ __all__ = [
     "estimate_tokens",
     "role_of_step",
     "run_problems",
+    "swarm_shell",
 ]

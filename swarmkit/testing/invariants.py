@@ -68,9 +68,9 @@ def run_problems(run: Run) -> list[str]:
     for call in run.calls:
         if call.error is not None and not _readable(call.error):
             problems.append(f"call {call.step} has an unreadable error {call.error!r}")
-        if call.attempts < 1:
+        if call.attempts < 1 and call.source != "cache":  # a cache hit sends nothing
             problems.append(f"call {call.step} records {call.attempts} attempts")
-    live = [c for c in run.calls if c.source == "live"]
+    live = [c for c in run.calls if c.source != "cache"]  # a replay re-announces its retries
     retried = sum(c.attempts - 1 for c in live)
     # A call cancelled while backing off had its last attempt's retry announced already.
     backing_off = sum(1 for c in live if (c.error or "").startswith("cancelled"))

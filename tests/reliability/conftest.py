@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
 
-from swarmkit.testing import FakeServer
+from swarmkit.testing import FakeServer, swarm_shell
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 KEY = "sk-swarmkit-CANARY-reliability-7f3a9c"
@@ -45,8 +44,4 @@ def options() -> Options:
 @pytest.fixture(scope="module")
 def shell() -> InteractiveShell:
     """A real IPython shell with ``%load_ext swarmkit`` done (in-memory history)."""
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.run_line_magic("load_ext", "swarmkit")
-    return ip
+    return swarm_shell()

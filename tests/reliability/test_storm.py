@@ -11,6 +11,7 @@ import random
 import threading
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import swarmkit
@@ -128,3 +129,22 @@ def test_storm_with_few_attempts_fails_some_workers_readably_and_reduces_the_res
     billed_usage, billed_cost = _billed_totals(handler)
     assert run.usage.prompt_tokens == billed_usage.prompt_tokens
     assert run.cost_usd == billed_cost
+
+
+def test_a_run_recorded_through_a_storm_replays_to_the_same_tables(
+    options: Options, tmp_path: Path
+) -> None:
+    cassette = str(tmp_path / "storm.swarm.json")
+    faults = [*storm(), FaultRule(Fault.html(502), step="worker-2"),  # one worker fails
+              FaultRule(Fault.stream_cut(), step="reducer", attempts=1)]
+    with FakeServer(faults=faults, plan_tasks=40) as server:
+        run = swarmkit.run_sync("storm", **options(server, workers=40, max_attempts=3,
+                                                   record=cassette))
+    assert run.status == "partial" and run.retries and run.worker(2).status == "failed"
+    again = swarmkit.run_sync("storm", **options(server, workers=40, max_attempts=3,
+                                                 replay=cassette))
+    assert {c.source for c in again.calls} == {"replay"}  # the failed call too
+    assert again.tables().text() == run.tables().text()
+    assert again._repr_html_() == run._repr_html_()
+    assert again.retries == run.retries and again.answer == run.answer
+    assert run_problems(again) == []

@@ -13,26 +13,17 @@ Key values never appear in any message: only the names of their variables do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import importlib
-import itertools
 import json
-import math
-import os
 import random
 import re
-import ssl
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
-from .calls import ChatRequest, ChatResponse
-from .config import ROLES, RoleConfig, SwarmConfig
-from .decode import (
+from ..calls import ChatRequest, ChatResponse
+from ..config import RoleConfig, SwarmConfig
+from ..decode import (
     StreamAccumulator,
     error_message,
     first_line,
@@ -41,22 +32,14 @@ from .decode import (
     response_text,
     retry_after_seconds,
 )
-from .errors import ConfigError, ProviderError, ResponseFormatUnsupported
-from .events import CallRetried, CallStarted, Event, RateLimitWait
-from .limits import RateLimits, worst_case_tokens
-from .store.secrets import MIN_SECRET_CHARS
-from .urls import split_credentials
+from ..errors import ProviderError, ResponseFormatUnsupported
+from ..events import CallRetried, CallStarted, Event, RateLimitWait
+from ..limits import RateLimits, worst_case_tokens
+from .clients import Endpoint, EndpointClients
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-# Local servers (llama.cpp, Ollama, vLLM) ignore the key, but the SDK insists on one.
-PLACEHOLDER_KEY = "swarmkit-no-key"
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-# httpcore's pool re-checks every one of its connections when a request arrives and when
-# a response closes: O(connections) twice per call. One pool per this many calls in
-# flight keeps that flat; at concurrency 100 it cut client CPU per call by ~20%.
-_CALLS_PER_POOL = 32
 # llama.cpp answers response_format json_schema with HTTP 500 and this validation text.
 _LLAMA_CPP_FORMAT_REJECTION = "Input should be 'text' or 'json_object'"
 
@@ -86,102 +69,21 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    base_url: str
-    key_env: str
-    key: str
-
-    @property
-    def host(self) -> str:
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or self.base_url
-        return f"{host}:{parts.port}" if parts.port else host
-
-
 class OpenAIProvider:
     """A :class:`Provider` over the ``openai`` SDK, with clients per endpoint and key."""
 
     def __init__(self, config: SwarmConfig, *, env: Mapping[str, str] | None = None) -> None:
         self.config = config
-        self._env = os.environ if env is None else env
-        # Per endpoint and key: clients with a connection pool each (see _CALLS_PER_POOL).
-        self._clients: dict[tuple[str, str], list[Any]] = {}
-        self._turns = itertools.count()
-        self._secrets: set[str] = set()
+        self._endpoints = EndpointClients(config, env)
         self._rng = random.Random()
         self._limits = RateLimits(config)
 
-    # endpoints and clients -------------------------------------------------------------
-
-    def _key_envs(self, role: RoleConfig) -> tuple[str, ...]:
-        """The variables whose keys this role may use: every one of its names that is set.
-
-        With several, each attempt goes to the least-loaded key (see ``swarmkit.limits``).
-        """
-        return tuple(name for name in role.api_key_env if self._env.get(name))
-
-    def _endpoint(self, role: RoleConfig, key_env: str | None = None) -> _Endpoint:
-        """Where ``role`` sends its calls (with ``key_env``'s key, default: the first set);
-        a ConfigError when its key is missing."""
-        names = self._key_envs(role)
-        name = key_env if key_env in names else next(iter(names), None)
-        base_url = role.base_url or self._env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-        if name is not None:
-            key = self._env[name]
-            if len(key.strip()) >= MIN_SECRET_CHARS:
-                # Shorter values are placeholders ("x", "ollama"): scrubbing them would
-                # mangle every message that happens to contain those letters.
-                self._secrets.add(key.strip())
-            return _Endpoint(base_url, name, key)
-        if role.base_url is None:
-            names_text = " or ".join(role.api_key_env) or "OPENAI_API_KEY"
-            raise ConfigError(
-                f"{names_text} is not set; export it or pass api_key_env=/--api-key-env "
-                "naming the variable that holds your key"
-            )
-        first = role.api_key_env[0] if role.api_key_env else ""
-        return _Endpoint(base_url, first, PLACEHOLDER_KEY)
-
     def check_keys(self) -> None:
         """Raise ConfigError now if any role lacks its key (instead of at its first call)."""
-        for name in ROLES:
-            self._endpoint(self.config.role(name))
-
-    async def _client(self, endpoint: _Endpoint) -> Any:
-        """A client for ``endpoint``: one of its pools, in turn."""
-        pools = self._clients.get((endpoint.base_url, endpoint.key_env))
-        if pools is None:
-            if not all(name in sys.modules for name in _HTTP_STACK):
-                await asyncio.to_thread(_import_http_stack)
-            import openai
-
-            tls = _plain_http_tls(endpoint.base_url) or await asyncio.to_thread(_tls_context)
-            base_url, userinfo_auth, password = split_credentials(endpoint.base_url)
-            if password is not None and len(password) >= MIN_SECRET_CHARS:
-                self._secrets.add(password)
-            count = max(1, math.ceil(self.config.concurrency / _CALLS_PER_POOL))
-            pools = self._clients.setdefault(
-                (endpoint.base_url, endpoint.key_env),
-                [
-                    openai.AsyncOpenAI(
-                        api_key=endpoint.key,
-                        base_url=base_url,
-                        default_headers=userinfo_auth or None,
-                        max_retries=0,
-                        timeout=self.config.call_timeout,
-                        http_client=openai.DefaultAsyncHttpxClient(verify=tls),
-                    )
-                    for _ in range(count)
-                ],
-            )
-        return pools[next(self._turns) % len(pools)]
+        self._endpoints.check_keys()
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for pools in clients:
-            for client in pools:
-                await client.close()
+        await self._endpoints.aclose()
 
     # the call --------------------------------------------------------------------------
 
@@ -196,8 +98,8 @@ class OpenAIProvider:
         clock: Callable[[], float],
         on_delta: Callable[[str], None] | None = None,
     ) -> ProviderResult:
-        endpoint = self._endpoint(role)  # a missing key fails before anything waits
-        key_envs = self._key_envs(role) or (endpoint.key_env,)
+        endpoint = self._endpoints.endpoint(role)  # a missing key fails before anything waits
+        key_envs = self._endpoints.key_envs(role) or (endpoint.key_env,)
         tokens = worst_case_tokens(request, role)
         started = time.monotonic()
         max_attempts = max(1, self.config.max_attempts)
@@ -209,8 +111,8 @@ class OpenAIProvider:
                 endpoint.base_url, key_envs, tokens, step=step, emit=emit, clock=clock
             )
             try:
-                endpoint = self._endpoint(role, admission.key_env)
-                client = await self._client(endpoint)
+                endpoint = self._endpoints.endpoint(role, admission.key_env)
+                client = await self._endpoints.client(endpoint)
                 emit(CallStarted(step=step, attempt=attempt, model=request.model, t=clock()))
                 headers = {"X-Swarm-Run": run_id, "X-Swarm-Step": step,
                            "X-Swarm-Attempt": str(attempt)}
@@ -255,7 +157,7 @@ class OpenAIProvider:
         ceiling = min(self.config.backoff_max, self.config.backoff_base * 2 ** (attempt - 1))
         return self._rng.uniform(0, ceiling)
 
-    def _final(self, exc: ProviderError, attempts: int, endpoint: _Endpoint) -> ProviderError:
+    def _final(self, exc: ProviderError, attempts: int, endpoint: Endpoint) -> ProviderError:
         """The error the caller sees: what happened, how often, and what to do."""
         message = str(exc)
         if exc.retryable:
@@ -275,7 +177,7 @@ class OpenAIProvider:
     async def _attempt(
         self,
         client: Any,
-        endpoint: _Endpoint,
+        endpoint: Endpoint,
         request: ChatRequest,
         headers: dict[str, str],
         on_delta: Callable[[str], None] | None,
@@ -325,7 +227,7 @@ class OpenAIProvider:
     async def _streamed(
         self,
         client: Any,
-        endpoint: _Endpoint,
+        endpoint: Endpoint,
         body: dict[str, Any],
         headers: dict[str, str],
         on_delta: Callable[[str], None] | None,
@@ -357,7 +259,7 @@ class OpenAIProvider:
         return accumulator.response()
 
     def _status_error(
-        self, exc: Any, endpoint: _Endpoint, request: ChatRequest
+        self, exc: Any, endpoint: Endpoint, request: ChatRequest
     ) -> ProviderError:
         status = int(exc.status_code)
         raw = response_text(exc.response)
@@ -380,47 +282,10 @@ class OpenAIProvider:
                              retry_after=retry_after)
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
+        for secret in self._endpoints.secrets:
             if secret:
                 text = text.replace(secret, "[redacted]")
         return text
-
-
-# The SDK, and what it imports only on the first client and the first request: ~0.4 s
-# plus ~40 ms, all of it kept off the event loop by importing it in a thread up front.
-_HTTP_STACK = ("openai", "httpcore2", "h11", "anyio._backends._asyncio")
-
-
-def _import_http_stack() -> None:
-    for name in _HTTP_STACK:
-        with contextlib.suppress(ImportError):  # a layout change only loses the head start
-            importlib.import_module(name)
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process, shared by every client.
-
-    Each new client would otherwise load the CA bundle again (30-60 ms), and there is a
-    new client per endpoint for every run.
-    """
-    import httpx2
-
-    return httpx2.create_ssl_context()
-
-
-def _plain_http_tls(base_url: str) -> ssl.SSLContext | None:
-    """For an ``http://`` endpoint reached without a proxy: a context that trusts nothing.
-
-    Such an endpoint (a local server) never does TLS, so loading the CA bundle is wasted
-    time on the first call. The context still demands a verified certificate, so a
-    redirect to ``https://`` fails instead of being trusted blindly.
-    """
-    from urllib.request import getproxies
-
-    if urlsplit(base_url).scheme != "http" or getproxies():
-        return None
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 class _AttemptError(ProviderError):
@@ -446,7 +311,7 @@ def _deliver(on_delta: Callable[[str], None], text: str) -> None:
         raise _DeltaFailed(exc) from exc
 
 
-def _malformed(endpoint: _Endpoint, detail: str) -> _AttemptError:
+def _malformed(endpoint: Endpoint, detail: str) -> _AttemptError:
     return _AttemptError(
         f"malformed response from {endpoint.host} ({detail})",
         hint="check that base_url points at an OpenAI-compatible /v1 endpoint", retryable=True,
