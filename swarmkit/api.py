@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
 from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine import Engine
+from .errors import SwarmError
 from .events import Sink
 from .loop import background_loop
 from .run import Run
@@ -139,7 +140,11 @@ async def run(
     try:
         return await engine.execute(task)
     finally:
-        await engine.caller.aclose()
+        try:
+            await engine.caller.aclose()
+        except SwarmError as exc:  # e.g. a refused --record file: say so, keep the Run
+            exc.run = engine.run
+            raise
 
 
 def run_sync(task: str, **options: Any) -> Run:

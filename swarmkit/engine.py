@@ -48,6 +48,13 @@ log = logging.getLogger("swarmkit")
 
 
 
+_CANCEL_MESSAGES = {
+    "timeout": "run timed out",
+    "interrupt": "run interrupted",
+    "cancelled": "run cancelled",
+}
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -130,7 +137,9 @@ class Engine:
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run; finished workers are kept. Call on the engine's loop thread."""
-        if self._main is not None and not self._main.done():
+        if self._main is None:
+            self.cancel_reason = reason  # execute() has not started: it stops at once
+        elif not self._main.done():
             self.cancel_reason = reason
             self._main.cancel()
 
@@ -266,6 +275,8 @@ class Engine:
             timer = loop.call_later(self.config.run_timeout, self.cancel, "timeout")
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
         status, answer, error = "failed", None, None
+        if self.cancel_reason is not None:
+            self._main.cancel()  # cancelled before it started: the first await stops it
         try:
             plan = await make_plan(self, task)
             records = await self._fan_out(task, plan)
@@ -286,7 +297,7 @@ class Engine:
         except asyncio.CancelledError:
             status = "cancelled"
             reason = self.cancel_reason or "cancelled"
-            error = "run timed out" if reason == "timeout" else f"run {reason}"
+            error = _CANCEL_MESSAGES.get(reason, f"run cancelled ({reason})")
             if self.cancel_reason is None:
                 self._finish(status, answer, error)
                 raise

@@ -20,6 +20,8 @@ Every message is one line that says what happened and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BudgetExceeded",
     "CassetteError",
@@ -39,7 +41,13 @@ __all__ = [
 
 
 class SwarmError(Exception):
-    """Base of every swarmkit error."""
+    """Base of every swarmkit error.
+
+    ``run`` holds the Run when the error came after one finished (e.g. its cassette could
+    not be written), so nothing the run did is lost.
+    """
+
+    run: Any = None
 
 
 class ConfigError(SwarmError):

@@ -236,3 +236,21 @@ def test_a_bigger_budget_never_completes_fewer_workers() -> None:
             completed.append(sum(w.status == "completed" for w in run.workers))
     assert completed == sorted(completed), completed
     assert completed[-1] == 8
+
+
+def test_cancel_before_execute_starts_stops_at_once() -> None:
+    from swarmkit.api import create_engine
+
+    with FakeServer(plan_tasks=3) as server:
+
+        async def scenario() -> swarmkit.Run:
+            engine = await create_engine(**options(server))
+            engine.cancel("interrupt")
+            try:
+                return await engine.execute("task")
+            finally:
+                await engine.caller.aclose()
+
+        run = asyncio.run(scenario())
+        assert server.count() == 0
+    assert run.status == "cancelled" and run.error == "run interrupted"

@@ -204,9 +204,10 @@ def test_no_key_value_reaches_the_cassette_history_or_cache(
     swarm(server, tmp_path, cache=True, reducer_prompt="again")
     # A key pasted into the task: the cassette is refused, the run is kept out of history,
     # and responses echoing it are not cached.
-    with pytest.raises(CassetteError, match=f"value of \\${KEY_ENV}"):
+    with pytest.raises(CassetteError, match=f"value of \\${KEY_ENV}") as refused:
         swarm(server, tmp_path, f"{KEY} leaked into the prompt", cache=True,
               record=str(tmp_path / "leak.swarm.json"))
+    assert refused.value.run is not None and refused.value.run.status == "completed"
     assert not (tmp_path / "leak.swarm.json").exists()
     files = [p for p in tmp_path.iterdir() if p.is_file()]
     assert {p.name for p in files} >= {"run.swarm.json", "history.db"}

@@ -128,7 +128,7 @@ async def _execute(
 def _check_cancelled(run: Run) -> None:
     assert run_problems(run) == []
     assert run.status == "cancelled"
-    assert run.error == "run interrupt"
+    assert run.error == "run interrupted"
     assert run.answer is None
     for worker in run.workers:
         assert worker.status in ("completed", "cancelled")

@@ -81,7 +81,7 @@ async def _cancel_inside_a_tool(server: FakeServer, slow_tool: Any) -> tuple[Run
 
 def _check_cancelled_in_tools(run: Run) -> None:
     assert run_problems(run) == []
-    assert run.status == "cancelled" and run.error == "run interrupt"
+    assert run.status == "cancelled" and run.error == "run interrupted"
     assert len(run.workers) == WORKERS
     assert all(w.status_label == "cancelled (interrupt)" for w in run.workers)
     # Each worker's first model turn is kept: finished (it asked for the tool) or cut short.
