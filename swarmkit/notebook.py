@@ -70,8 +70,14 @@ def execute_notebook(
     Stores no timing metadata and no widget state, so the outputs are what any later
     replay (nbval) produces. A cell that raises becomes an :class:`ExportError`.
     """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    try:
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    except ImportError:
+        raise ExportError(
+            'exporting runs the notebook, which needs the "notebook" extra: '
+            'pip install "swarmkit[notebook]"'
+        ) from None
 
     client = NotebookClient(
         notebook,
