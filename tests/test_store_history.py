@@ -235,3 +235,19 @@ def test_listing_and_diff_render_text_and_html(tmp_path: Path) -> None:
     assert "differs" in text and "$0.020000" in text and "a different answer" in text
     html = diff.html()
     assert html.count("<table>") == 4 and "a different answer" in html
+
+
+def test_a_relative_history_path_is_kept_where_the_run_was_made_after_a_cd(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The history is written by a background thread; a %cd right after the run must not
+    send the write to another folder."""
+    made, elsewhere = tmp_path / "made", tmp_path / "elsewhere"
+    made.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(made)
+    run = swarm(server, tmp_path, history_path=".swarmkit/history.db")
+    monkeypatch.chdir(elsewhere)
+    with History(made / ".swarmkit" / "history.db") as history:
+        assert history.load_run(run.run_id).run_id == run.run_id
+    assert not (elsewhere / ".swarmkit").exists()

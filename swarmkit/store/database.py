@@ -102,7 +102,9 @@ class Database:
     a lock, and a background :class:`Writer` for the big writes (:meth:`write_later`)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        # Absolute now: the writer thread connects later, after the cwd may have changed
+        # (a notebook's %cd, a test's chdir), and must still write where the run was made.
+        self.path = Path(path).absolute()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._writer = Writer(self.path, self._open, lambda exc: _store_error(self.path, exc))
