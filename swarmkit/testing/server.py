@@ -33,6 +33,7 @@ from .replies import (
     estimate_tokens,
     stream_chunks,
 )
+from .responses import abort, fault_response, json_error
 
 __all__ = ["FakeServer", "Handler"]
 
@@ -40,13 +41,7 @@ HandlerResult = FakeReply | Fault | str | None
 # A handler may return None to fall back to the built-in script, or a str as the content.
 Handler = Callable[[FakeRequest], HandlerResult | Awaitable[HandlerResult]]
 
-_GARBLED = b'{"id": "chatcmpl-garbled", "choices": [{"index": 0, "message": {"conte\x00\xff'
 _HOST = "127.0.0.1"
-
-
-def _json_error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
-    body = {"error": {"message": message, "type": kind, "code": status}}
-    return web.json_response(body, status=status)
 
 
 class FakeServer:
@@ -242,7 +237,7 @@ class FakeServer:
 
     async def _handle_models(self, request: web.Request) -> web.Response:
         if not self._admit():
-            return _json_error(503, "fake server is shutting down", "server_error")
+            return json_error(503, "fake server is shutting down", "server_error")
         self.models_requests += 1
         self._after_request()
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "swarmkit"}
@@ -251,7 +246,7 @@ class FakeServer:
 
     async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
         if not self._admit():
-            return _json_error(503, "fake server is shutting down", "server_error")
+            return json_error(503, "fake server is shutting down", "server_error")
         arrived = time.monotonic()
         try:
             body = await request.json()
@@ -259,7 +254,7 @@ class FakeServer:
             body = None
         if not isinstance(body, dict):
             self._after_request()
-            return _json_error(400, "request body must be a JSON object")
+            return json_error(400, "request body must be a JSON object")
         fake = self._record(request, body, arrived)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -295,7 +290,7 @@ class FakeServer:
             retry_after = self._limiter.admit(key, tokens, time.monotonic())
         if retry_after is not None:
             self.rejected_429 += 1
-            response = _json_error(429, "fake rate limit reached", "rate_limit_exceeded")
+            response = json_error(429, "fake rate limit reached", "rate_limit_exceeded")
             response.headers["Retry-After"] = f"{retry_after:.3f}"
             return response
         with self._lock:
@@ -351,7 +346,7 @@ class FakeServer:
             for payload in chunks:
                 await response.write(f"data: {payload}\n\n".encode())
             if cut:
-                return self._abort(request)
+                return abort(request)
             await response.write_eof()
             return response
         data = json.dumps(completion_body(fake, reply, completion_id)).encode()
@@ -361,7 +356,7 @@ class FakeServer:
         response.content_length = len(data)
         await response.prepare(request)
         await response.write(data[: len(data) // 2])
-        return self._abort(request)
+        return abort(request)
 
     async def _send_fault(
         self, request: web.Request, fake: FakeRequest, fault: Fault
@@ -369,34 +364,7 @@ class FakeServer:
         if fault.http_status == 429:
             self.rejected_429 += 1
         if fault.kind == "drop":
-            return self._abort(request)
+            return abort(request)
         if fault.kind == "stream_cut":
             return await self._send_reply(request, fake, await self._reply(fake), cut=True)
-        if fault.kind == "malformed":
-            if fake.stream:
-                return web.Response(
-                    body=b"data: {not json at all\n\ndata: [DONE]\n\n",
-                    content_type="text/event-stream",
-                )
-            return web.Response(body=_GARBLED, content_type="application/json")
-        if fault.kind == "html":
-            return web.Response(
-                text=fault.html_page(), status=fault.http_status, content_type="text/html"
-            )
-        body = fault.error_body()
-        try:
-            json.loads(body)
-            content_type = "application/json"
-        except ValueError:
-            content_type = "text/plain"
-        response = web.Response(text=body, status=fault.http_status, content_type=content_type)
-        if fault.retry_after is not None:
-            response.headers["Retry-After"] = f"{fault.retry_after:g}"
-        return response
-
-    @staticmethod
-    def _abort(request: web.Request) -> web.StreamResponse:
-        if request.transport is not None:
-            request.transport.abort()
-        # The handler must still return something; aiohttp drops it on a closed transport.
-        return web.Response(status=499)
+        return fault_response(fault, stream=fake.stream)
