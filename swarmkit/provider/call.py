@@ -100,7 +100,8 @@ class OpenAIProvider:
     ) -> ProviderResult:
         endpoint = self._endpoints.endpoint(role)  # a missing key fails before anything waits
         key_envs = self._endpoints.key_envs(role) or (endpoint.key_env,)
-        tokens = worst_case_tokens(request, role)
+        # Only a TPM window counts tokens; sizing the request is per-call work otherwise.
+        tokens = worst_case_tokens(request, role) if self.config.tpm is not None else 0
         started = time.monotonic()
         max_attempts = max(1, self.config.max_attempts)
         attempt = 0
