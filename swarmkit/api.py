@@ -92,22 +92,25 @@ async def create_engine(
     config = SwarmConfig.from_options(config, env=env, **options)
     from .tools import build_worker_loop
 
-    worker_loop = await build_worker_loop(tools, mcp_servers)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
+        worker_loop = await build_worker_loop(tools, mcp_servers)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop)
     from .store import CallStore, Cassette
 
     cassette = None
     if config.replay:
+        # Replay never runs a tool: the recorded tool schemas shape the requests and the
+        # results come from the cassette, so no function or MCP server is needed (or
+        # started, even when given).
+        from .tools.replayed import replay_worker_loop
+
         cassette = await asyncio.to_thread(Cassette.load, config.replay)
         config = cassette.resolve_config(config)
-        if worker_loop is None:  # the recorded tool schemas; results come from the cassette
-            from .tools.replayed import replay_worker_loop
-
-            worker_loop = replay_worker_loop(cassette)
+        worker_loop = replay_worker_loop(cassette)
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
+        worker_loop = await build_worker_loop(tools, mcp_servers)
     store_config = config
 
     def provider() -> OpenAIProvider:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -427,3 +428,11 @@ def test_replay_recalls_tool_results_and_never_reruns_a_tool(tmp_path: Any) -> N
     assert strip == [(c.worker, c.hop, c.tool, c.arguments, c.result, c.error, c.duration)
                      for c in replayed.tool_calls]
     assert str(replayed) == str(recorded)
+    # An MCP server named in a replay is not even started: results come from the cassette.
+    marker = tmp_path / "started"
+    again = swarmkit.run_sync(
+        "Check the orders", replay=cassette, history=False,
+        mcp_servers={"shop": [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]},
+    )
+    assert str(again) == str(recorded)
+    assert not marker.exists()
