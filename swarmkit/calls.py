@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -35,6 +36,15 @@ CallSource = Literal["live", "cache", "replay"]
 # Per-message framing that chat templates add around content; used for the bound only.
 _MESSAGE_OVERHEAD_TOKENS = 8
 _REQUEST_OVERHEAD_TOKENS = 16
+
+
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5...) refuse max_tokens and take
+# max_completion_tokens; most other OpenAI-compatible servers know only max_tokens.
+_REASONING_MODEL = re.compile(r"(?:^|/)(?:o\d|gpt-5)", re.IGNORECASE)
+
+
+def _max_tokens_field(model: str) -> str:
+    return "max_completion_tokens" if _REASONING_MODEL.search(model) else "max_tokens"
 
 
 def canonical_json(value: Any) -> str:
@@ -132,7 +142,7 @@ class ChatRequest:
         """The JSON body fields that decide the answer (no ``stream``)."""
         body: dict[str, Any] = {"model": self.model, "messages": list(self.messages)}
         if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+            body[_max_tokens_field(self.model)] = self.max_tokens
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.seed is not None:
@@ -174,7 +184,7 @@ class ChatRequest:
         return cls(
             model=data["model"],
             messages=tuple(data["messages"]),
-            max_tokens=data.get("max_tokens"),
+            max_tokens=data.get("max_tokens", data.get("max_completion_tokens")),
             temperature=data.get("temperature"),
             seed=data.get("seed"),
             response_format=data.get("response_format"),

@@ -254,3 +254,15 @@ def test_cancel_before_execute_starts_stops_at_once() -> None:
         run = asyncio.run(scenario())
         assert server.count() == 0
     assert run.status == "cancelled" and run.error == "run interrupted"
+
+
+def test_reasoning_models_get_max_completion_tokens_others_max_tokens() -> None:
+    """o-series and gpt-5 refuse max_tokens; other servers know only max_tokens."""
+    with FakeServer(plan_tasks=2) as server:
+        swarmkit.run_sync("task", **options(server, worker_model="openai/gpt-5-mini",
+                                            worker_max_tokens=300))
+    bodies = {r.step: r.body for r in server.requests}
+    assert bodies["worker-1"]["max_completion_tokens"] == 300
+    assert "max_tokens" not in bodies["worker-1"]
+    assert "max_completion_tokens" not in bodies["planner"]
+    assert bodies["planner"]["max_tokens"] == 1024
