@@ -50,6 +50,10 @@ class Budget:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._open: dict[int, Reservation] = {}
+        # Running sums of the open reservations: every reserve and snapshot needs them,
+        # and with hundreds of calls in flight summing the dict each time is O(n) per call.
+        self._open_usd = _ZERO
+        self._open_tokens = 0
         self._spent_usd = _ZERO
         self._spent_tokens = 0
         self._held_usd = _ZERO
@@ -64,11 +68,11 @@ class Budget:
         with self._lock:
             return BudgetSnapshot(
                 spent_usd=self._spent_usd,
-                reserved_usd=sum((r.usd for r in self._open.values()), _ZERO),
+                reserved_usd=self._open_usd,
                 held_usd=self._held_usd,
                 cap_usd=self.cap_usd,
                 spent_tokens=self._spent_tokens,
-                reserved_tokens=sum(r.tokens for r in self._open.values()),
+                reserved_tokens=self._open_tokens,
                 cap_tokens=self.cap_tokens,
             )
 
@@ -91,6 +95,8 @@ class Budget:
                 return None
             reservation = Reservation(next(self._ids), usd, tokens)
             self._open[reservation.id] = reservation
+            self._open_usd += usd
+            self._open_tokens += tokens
             return reservation
 
     async def reserve(self, usd: Decimal, tokens: int, *, what: str = "call") -> Reservation:
@@ -109,7 +115,7 @@ class Budget:
     def settle(self, reservation: Reservation, usd: Decimal | None, tokens: int | None) -> None:
         """Replace a reservation with what the call really cost (None: the worst case)."""
         with self._lock:
-            if self._open.pop(reservation.id, None) is None:
+            if not self._close(reservation):
                 return  # settled already: never charge twice
             self._spent_usd += reservation.usd if usd is None else usd
             self._spent_tokens += reservation.tokens if tokens is None else tokens
@@ -118,15 +124,23 @@ class Budget:
     def release(self, reservation: Reservation) -> None:
         """Give a reservation back unused (the call failed before any usage)."""
         with self._lock:
-            self._open.pop(reservation.id, None)
+            self._close(reservation)
         self._settled.set()
 
     # -- the arithmetic, always called with the lock held --------------------------------
 
+    def _close(self, reservation: Reservation) -> bool:
+        """Drop an open reservation from the books; False if it was not open."""
+        if self._open.pop(reservation.id, None) is None:
+            return False
+        self._open_usd -= reservation.usd
+        self._open_tokens -= reservation.tokens
+        return True
+
     def _fits_now(self, usd: Decimal, tokens: int) -> bool:
-        open_usd = sum((r.usd for r in self._open.values()), _ZERO)
-        open_tokens = sum(r.tokens for r in self._open.values())
-        return self._fits(open_usd + self._held_usd + usd, open_tokens + self._held_tokens + tokens)
+        return self._fits(
+            self._open_usd + self._held_usd + usd, self._open_tokens + self._held_tokens + tokens
+        )
 
     def _fits_after_settle(self, usd: Decimal, tokens: int) -> bool:
         return self._fits(self._held_usd + usd, self._held_tokens + tokens)
