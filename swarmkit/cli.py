@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, TextIO
 
-from .errors import SwarmError
+from .errors import ConfigError, SwarmError
 from .events import BudgetUpdated, Event, PlanReady, RunFinished, WorkerFinished
 from .run import Run
 
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_demo(args)
     except SwarmError as exc:
         sys.stderr.write(f"swarmkit: {type(exc).__name__}: {exc}\n")
-        return EXIT_USAGE if "Config" in type(exc).__name__ else EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_CANCELLED
 
