@@ -97,7 +97,9 @@ def import_http_stack() -> None:
     import anyio._backends._asyncio  # noqa: F401
     import h11  # noqa: F401
     import httpcore2  # noqa: F401
-    import openai  # noqa: F401
+    import openai
+    import openai._vendor.httpx_aiohttp.transport  # noqa: F401  (swarmkit's transport)
+    import truststore  # noqa: F401
 
 
 def client_parser(description: str) -> argparse.ArgumentParser:

@@ -22,7 +22,8 @@ _TIMEOUT = 600
 
 _SETUP = """
 import gc, json, os, resource, sys, time
-import anyio._backends._asyncio, h11, httpcore2, openai
+import anyio._backends._asyncio, h11, httpcore2, openai, truststore
+import openai._vendor.httpx_aiohttp.transport
 import swarmkit, swarmkit.api, swarmkit.provider, swarmkit.store, swarmkit.tools
 import importlib.util
 if importlib.util.find_spec("swarmkit.dashboard") is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from .calls import ChatResponse, ToolCallRequest, Usage
 
 __all__ = [
+    "ServerSentEvents",
     "StreamAccumulator",
     "error_message",
     "first_line",
@@ -109,21 +110,24 @@ class StreamAccumulator:
         self.finish_reason: str | None = None
 
     def add(self, chunk: Any) -> str:
-        """Take one chunk; returns the text it adds ("" when none)."""
-        self.model = getattr(chunk, "model", None) or self.model
-        self._usage = getattr(chunk, "usage", None) or self._usage
+        """Take one chunk (parsed JSON or an SDK object); returns the text it adds."""
+        self.model = _field(chunk, "model") or self.model
+        self._usage = _field(chunk, "usage") or self._usage
         text = ""
-        for choice in getattr(chunk, "choices", None) or ():
-            delta = choice.delta
-            if delta is not None and delta.content:
-                text += delta.content
-            for part in (delta.tool_calls if delta is not None else None) or ():
-                slot = self._calls.setdefault(part.index, {"id": "", "name": "", "args": []})
-                slot["id"] = part.id or slot["id"]
-                if part.function is not None:
-                    slot["name"] = part.function.name or slot["name"]
-                    slot["args"].append(part.function.arguments or "")
-            self.finish_reason = choice.finish_reason or self.finish_reason
+        for choice in _field(chunk, "choices") or ():
+            delta = _field(choice, "delta")
+            content = _field(delta, "content") if delta is not None else None
+            if content:
+                text += content
+            for part in (_field(delta, "tool_calls") if delta is not None else None) or ():
+                index = _field(part, "index") or 0
+                slot = self._calls.setdefault(index, {"id": "", "name": "", "args": []})
+                slot["id"] = _field(part, "id") or slot["id"]
+                function = _field(part, "function")
+                if function is not None:
+                    slot["name"] = _field(function, "name") or slot["name"]
+                    slot["args"].append(_field(function, "arguments") or "")
+            self.finish_reason = _field(choice, "finish_reason") or self.finish_reason
         if text:
             self._content.append(text)
         return text
@@ -140,6 +144,33 @@ class StreamAccumulator:
             finish_reason=self.finish_reason,
             model=self.model,
         )
+
+
+class ServerSentEvents:
+    """Assembles the ``data`` of server-sent events from a stream's lines, one at a time.
+
+    A plain object rather than an async generator: the provider reads the body to its end
+    itself, so no half-read generator is left for the event loop to finalize later.
+    """
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        """Take one line (without its ending); returns an event's data when one ends."""
+        if not line:
+            return self.end()
+        if line.startswith(":"):  # a comment (keep-alive)
+            return None
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return None
+
+    def end(self) -> str | None:
+        """The data of an event the body ended inside, if any."""
+        data, self._data = self._data, []
+        return "\n".join(data) if data else None
 
 
 def response_text(response: Any) -> str:

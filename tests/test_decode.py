@@ -7,7 +7,7 @@ import json
 import pytest
 
 from swarmkit.calls import ToolCallRequest, Usage
-from swarmkit.decode import parse_completion
+from swarmkit.decode import ServerSentEvents, StreamAccumulator, parse_completion
 
 
 def completion(message: dict[str, object], **extra: object) -> dict[str, object]:
@@ -56,3 +56,37 @@ def test_content_parts_are_joined_and_object_arguments_become_json() -> None:
 )
 def test_bodies_without_a_usable_choice_are_none(body: object) -> None:
     assert parse_completion(body) is None
+
+
+def _events(lines: list[str]) -> list[str]:
+    events = ServerSentEvents()
+    found = [data for line in lines if (data := events.feed(line)) is not None]
+    last = events.end()
+    return [*found, last] if last is not None else found
+
+
+def test_server_sent_events_follow_the_wire_format() -> None:
+    lines = [
+        ": keep-alive", "", "data: one", "",
+        "event: message", "data:two", "data:  three", "id: 7", "",
+        "retry: 100", "", "", "data: [DONE]",  # the body ends without a blank line
+    ]
+    assert _events(lines) == ["one", "two\n three", "[DONE]"]
+
+
+def test_stream_accumulator_joins_json_chunks_with_tool_call_pieces() -> None:
+    chunks = [
+        {"model": "m", "choices": [{"delta": {"content": "Hel"}, "finish_reason": None}]},
+        {"choices": [{"delta": {"content": "lo", "tool_calls": [
+            {"index": 0, "id": "c1", "function": {"name": "add", "arguments": '{"a":'}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": " 1}"}}]}, "finish_reason": "tool_calls"}]},
+        {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+    ]
+    accumulator = StreamAccumulator()
+    assert [accumulator.add(chunk) for chunk in chunks] == ["Hel", "lo", "", ""]
+    response = accumulator.response()
+    assert response.content == "Hello" and response.model == "m"
+    assert response.finish_reason == "tool_calls"
+    assert response.tool_calls == (ToolCallRequest(id="c1", name="add", arguments='{"a": 1}'),)
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (5, 3)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from ..calls import ChatRequest, ChatResponse
 from ..config import RoleConfig, SwarmConfig
 from ..decode import (
+    ServerSentEvents,
     StreamAccumulator,
     error_message,
     first_line,
@@ -202,13 +203,20 @@ class OpenAIProvider:
             return response
         except openai.APIStatusError as exc:
             raise self._status_error(exc, endpoint, request) from None
-        except openai.APITimeoutError:
-            raise _AttemptError(
-                f"no answer from {endpoint.host} within {self.config.call_timeout:g}s",
-                hint=_HINT_DOWN, retryable=True,
-            ) from None
-        except openai.APIConnectionError as exc:
-            detail = one_line(str(exc.__cause__ or exc), 120)
+        except openai.APIConnectionError as exc:  # APITimeoutError is one too
+            root = _root_cause(exc)
+            if isinstance(root, TimeoutError) or (
+                isinstance(exc, openai.APITimeoutError) and root in (exc, exc.__cause__)
+            ):
+                raise _AttemptError(
+                    f"no answer from {endpoint.host} within {self.config.call_timeout:g}s",
+                    hint=_HINT_DOWN, retryable=True,
+                ) from None
+            # The aiohttp transport reports a dropped connection as a connect timeout;
+            # the exception it wraps says what really happened.
+            message = getattr(root, "message", None)  # aiohttp's, without its pseudo-status
+            text = message if isinstance(message, str) else str(root)
+            detail = one_line(_AIOHTTP_REPR.sub(r"\1", text) or type(root).__name__, 120)
             raise _AttemptError(
                 self._scrub(f"connection dropped by {endpoint.host} ({detail})"),
                 hint=_HINT_DOWN, retryable=True,
@@ -233,24 +241,50 @@ class OpenAIProvider:
         headers: dict[str, str],
         on_delta: Callable[[str], None] | None,
     ) -> ChatResponse:
+        import httpx2
         import openai
-        from openai.types.chat import ChatCompletionChunk
 
-        # post(), not create(), for the same reason as in _attempt; the first create() of
-        # a process also pays ~25 ms to warm the SDK's type caches.
+        # post(), not create(), for the same reason as in _attempt. The SDK checks the
+        # status; the events are read here, from the response, to the body's end: the
+        # SDK's own iterator stops at [DONE] and leaves a chain of half-read generators
+        # for the event loop to finalize in later turns.
         stream = await client.post(
             "/chat/completions",
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
-            cast_to=ChatCompletionChunk, stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            cast_to=object, stream=True, stream_cls=openai.AsyncStream[object],
             options={"headers": headers, "security": {"bearer_auth": True}},
         )
+        response = stream.response
         accumulator = StreamAccumulator()
-        async with stream:
-            async for chunk in stream:
+        events = ServerSentEvents()
+        done = False
+        try:
+            async for line in response.aiter_lines():
+                data = events.feed(line)
+                if data is None or done:
+                    continue
+                if data.startswith("[DONE]"):
+                    done = True  # the rest of the body is read, so the connection is reused
+                    continue
+                chunk = json.loads(data)
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    message = one_line(error_message(chunk) or "error event", 200)
+                    raise _AttemptError(
+                        self._scrub(f"error from {endpoint.host} mid-answer: {message}"),
+                        hint=_HINT_DOWN, retryable=True,
+                    )
                 text = accumulator.add(chunk)
                 if text and on_delta is not None:
                     _deliver(on_delta, text)
+            last = events.end()
+            if last is not None and not done and not last.startswith("[DONE]"):
+                accumulator.add(json.loads(last))
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=response.request) from exc
+        except httpx2.TransportError as exc:
+            raise openai.APIConnectionError(request=response.request) from exc
+        finally:
+            await response.aclose()
         if accumulator.finish_reason is None:
             # Without a finish reason the answer may be missing its end; ask again.
             raise _AttemptError(
@@ -310,6 +344,16 @@ def _deliver(on_delta: Callable[[str], None], text: str) -> None:
         on_delta(text)
     except Exception as exc:
         raise _DeltaFailed(exc) from exc
+
+
+# aiohttp's exceptions quote others as <ContentLengthError: 400, message='...'>.
+_AIOHTTP_REPR = re.compile(r"<\w+: \d+, message='([^']*)'>")
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
 
 
 def _malformed(endpoint: Endpoint, detail: str) -> _AttemptError:
