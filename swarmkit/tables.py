@@ -9,7 +9,7 @@ here is a pure function of the Run, so a replayed run renders byte-identical out
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,13 @@ except ImportError:  # pragma: no cover - tabulate then measures with len too
     _text_width = len
 
 if TYPE_CHECKING:
+    from .records import ToolCallRecord, WorkerRecord
     from .run import Run
 
-__all__ = ["RunTables", "clip", "format_cost", "format_tokens", "render_table"]
+__all__ = [
+    "DISPLAY_ROWS", "RunTables", "clip", "displayed_rows", "format_cost", "format_tokens",
+    "render_table",
+]
 
 _TASK_WIDTH = 48
 _CELL_WIDTH = 60
@@ -31,6 +35,14 @@ _TASK_HEADER_WIDTH = 200
 # Past this many rows a table scrolls inside the output instead of growing the page.
 _SCROLL_ROWS = 30
 _SCROLL_BOX = '<div style="max-height:420px;overflow:auto">{}</div>'
+# A display shows at most this many rows of a table, as pandas does (display.max_rows):
+# the first and the last few, and every row that needs attention (a worker that did not
+# complete, a tool call that failed). A 1,000-worker run's display was otherwise ~450 KB
+# of HTML and text in the notebook, and most of the time the cell's end took. The whole
+# table is one call away: run.tables().worker_table().
+DISPLAY_ROWS = 60
+_HEAD_ROWS = 20
+_TAIL_ROWS = 5
 
 
 def format_cost(cost: Decimal | None) -> str:
@@ -63,37 +75,17 @@ class RunTables:
     def __init__(self, run: Run) -> None:
         self.run = run
 
-    def worker_rows(self) -> list[tuple[Any, ...]]:
-        rows = []
-        for w in self.run.workers:
-            calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
-            rows.append((
-                w.index,
-                clip(w.task, _TASK_WIDTH),
-                w.status_label,
-                calls,
-                w.attempts,
-                format_tokens(w.usage.prompt_tokens),
-                format_tokens(w.usage.completion_tokens),
-                format_cost(w.cost_usd),
-                f"{w.latency:.2f}s",
-                w.tool_calls,
-            ))
-        return rows
+    def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+        """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
+        workers = self.run.workers
+        return _rows_with_gaps(len(workers), shown, lambda i: _worker_row(workers[i]),
+                               len(self.WORKER_HEADERS))
 
-    def tool_rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                t.worker,
-                t.hop,
-                t.tool,
-                clip(t.arguments, _CELL_WIDTH),
-                clip(t.result, _CELL_WIDTH),
-                clip(t.error, _CELL_WIDTH) or "",
-                f"{t.duration:.3f}s",
-            )
-            for t in self.run.tool_calls
-        ]
+    def tool_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+        """One row per tool call; with ``shown``, those calls' rows and a row per gap."""
+        calls = self.run.tool_calls
+        return _rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
+                               len(self.TOOL_HEADERS))
 
     def totals(self) -> str:
         run = self.run
@@ -108,21 +100,41 @@ class RunTables:
             f" out · cost {format_cost(run.cost_usd)} · {run.duration:.2f}s"
         )
 
-    def worker_table(self, fmt: str = "simple") -> str:
-        return render_table(self.worker_rows(), self.WORKER_HEADERS, fmt)
+    def worker_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
+        """Every worker's row (``shown``: only those, as the display does)."""
+        return render_table(self.worker_rows(shown), self.WORKER_HEADERS, fmt)
 
-    def tool_table(self, fmt: str = "simple") -> str:
-        return render_table(self.tool_rows(), self.TOOL_HEADERS, fmt)
+    def tool_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
+        """Every tool call's row (``shown``: only those, as the display does)."""
+        return render_table(self.tool_rows(shown), self.TOOL_HEADERS, fmt)
+
+    def _shown_workers(self) -> list[int] | None:
+        workers = self.run.workers
+        return displayed_rows(
+            len(workers), [i for i, w in enumerate(workers) if w.status != "completed"]
+        )
+
+    def _shown_tool_calls(self) -> list[int] | None:
+        calls = self.run.tool_calls
+        return displayed_rows(len(calls), [i for i, t in enumerate(calls) if t.error])
 
     def text(self) -> str:
+        """Totals, tables (long ones cut to DISPLAY_ROWS) and the answer, as plain text."""
         run = self.run
         parts = [self.totals(), ""]
         if run.error:
             parts += [f"error: {run.error}", ""]
         if run.workers:
-            parts += [self.worker_table(), ""]
+            shown = self._shown_workers()
+            if shown is not None:
+                parts.append(_cut_note("workers", len(shown), len(run.workers),
+                                       "did not complete", "worker_table"))
+            parts += [self.worker_table(shown=shown), ""]
         if run.tool_calls:
-            parts += ["tool calls", self.tool_table(), ""]
+            shown = self._shown_tool_calls()
+            parts.append("tool calls" if shown is None else _cut_note(
+                "tool calls", len(shown), len(run.tool_calls), "failed", "tool_table"))
+            parts += [self.tool_table(shown=shown), ""]
         if run.answer is not None:
             parts += ["answer", run.answer]
         return "\n".join(parts).rstrip() + "\n"
@@ -146,11 +158,17 @@ class RunTables:
                 f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
             ]
         if run.workers:
-            parts += [f"<p><b>workers ({len(run.workers)})</b></p>",
-                      _scrolling(self.worker_table("html"), len(run.workers))]
+            shown = self._shown_workers()
+            title = f"workers ({len(run.workers)})" if shown is None else _cut_note(
+                "workers", len(shown), len(run.workers), "did not complete", "worker_table")
+            parts += [f"<p><b>{html.escape(title)}</b></p>",
+                      _scrolling(self.worker_table("html", shown), len(shown or run.workers))]
         if run.tool_calls:
-            parts += [f"<p><b>tool calls ({len(run.tool_calls)})</b></p>",
-                      _scrolling(self.tool_table("html"), len(run.tool_calls))]
+            shown = self._shown_tool_calls()
+            title = f"tool calls ({len(run.tool_calls)})" if shown is None else _cut_note(
+                "tool calls", len(shown), len(run.tool_calls), "failed", "tool_table")
+            parts += [f"<p><b>{html.escape(title)}</b></p>",
+                      _scrolling(self.tool_table("html", shown), len(shown or run.tool_calls))]
         if run.calls:
             parts += ["<p><b>timeline</b></p>", timeline_svg(run)]
         parts.append("</div>")
@@ -176,6 +194,73 @@ class RunTables:
         """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
         data = {"text/html": self.html(), "text/plain": self.text()}
         return data, {"swarmkit": self.metadata()}
+
+
+def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
+    calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
+    return (
+        w.index,
+        clip(w.task, _TASK_WIDTH),
+        w.status_label,
+        calls,
+        w.attempts,
+        format_tokens(w.usage.prompt_tokens),
+        format_tokens(w.usage.completion_tokens),
+        format_cost(w.cost_usd),
+        f"{w.latency:.2f}s",
+        w.tool_calls,
+    )
+
+
+def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
+    return (
+        t.worker,
+        t.hop,
+        t.tool,
+        clip(t.arguments, _CELL_WIDTH),
+        clip(t.result, _CELL_WIDTH),
+        clip(t.error, _CELL_WIDTH) or "",
+        f"{t.duration:.3f}s",
+    )
+
+
+def displayed_rows(count: int, notable: Sequence[int]) -> list[int] | None:
+    """Which of ``count`` rows a display shows, in order; None when it shows them all.
+
+    Past DISPLAY_ROWS: the first and the last few, then the ``notable`` ones (in order)
+    while there is room.
+    """
+    if count <= DISPLAY_ROWS:
+        return None
+    keep = set(range(_HEAD_ROWS)) | set(range(count - _TAIL_ROWS, count))
+    for index in notable:
+        if len(keep) >= DISPLAY_ROWS:
+            break
+        keep.add(index)
+    return sorted(keep)
+
+
+def _rows_with_gaps(
+    count: int, shown: Sequence[int] | None, row: Callable[[int], tuple[Any, ...]],
+    width: int,
+) -> list[tuple[Any, ...]]:
+    """``row(i)`` for every ``i`` (or each shown one), with "…" rows where rows are left out."""
+    if shown is None:
+        return [row(i) for i in range(count)]
+    rows: list[tuple[Any, ...]] = []
+    previous = -1
+    for index in [*shown, count]:
+        if index > previous + 1:
+            rows.append(("…", f"({index - previous - 1} more)", *[""] * (width - 2)))
+        if index < count:
+            rows.append(row(index))
+        previous = index
+    return rows
+
+
+def _cut_note(what: str, shown: int, total: int, notable: str, method: str) -> str:
+    return (f"{what}: {shown} of {total:,} shown (the first {_HEAD_ROWS}, the last "
+            f"{_TAIL_ROWS} and those that {notable}); run.tables().{method}() has them all")
 
 
 def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:

@@ -90,9 +90,9 @@ def test_metadata_holds_key_variable_names_not_key_values(
 
 
 def test_many_workers_scroll_inside_the_output() -> None:
-    page = synthetic_run(100, concurrency=20).tables().html()
+    page = synthetic_run(50, concurrency=20).tables().html()
     assert 'overflow:auto' in page
-    assert page.count("<tr>") >= 101  # every worker is still in the static table
+    assert page.count("<tr>") == 51  # up to DISPLAY_ROWS, every worker is in the table
 
 
 # render_table: the fast layout must equal tabulate's, byte for byte ---------------------
@@ -118,3 +118,38 @@ def test_render_table_equals_tabulate(rows: list[list[object]], fmt: str) -> Non
     headers = ("worker", "a task", "x")
     expected = str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
     assert render_table(rows, headers, fmt) == expected
+
+
+def test_a_long_run_displays_the_first_last_and_unfinished_workers_and_keeps_them_all() -> None:
+    run = synthetic_run(100, fail_every=30)  # workers 30, 60 and 90 fail
+    tables = run.tables()
+    text = tables.text()
+    shown = [line.split()[0] for line in text.splitlines()
+             if line[:1].isdigit() or line.startswith("…")]
+    expected = [*map(str, range(1, 21)), "…", "30", "…", "60", "…", "90", "…",
+                *map(str, range(96, 101))]
+    assert shown == expected
+    assert "(9 more)" in text and "(29 more)" in text and "(5 more)" in text
+    assert "workers: 28 of 100 shown" in text and "worker_table() has them all" in text
+    page = tables.html()
+    assert "workers: 28 of 100 shown" in page and page.count("<tr>") == 1 + 28 + 4
+    full = tables.worker_table()  # asked for by name: every row
+    assert len(full.splitlines()) == 2 + 100 and "…" not in full
+
+
+def test_displayed_rows_caps_the_notable_ones_too() -> None:
+    from swarmkit.tables import DISPLAY_ROWS, displayed_rows
+
+    assert displayed_rows(DISPLAY_ROWS, [3]) is None
+    many = displayed_rows(1000, list(range(0, 1000, 2)))
+    assert many is not None and len(many) == DISPLAY_ROWS and many == sorted(set(many))
+    assert many[:20] == list(range(20)) and many[-5:] == list(range(995, 1000))
+
+
+def test_a_run_of_many_tool_calls_displays_the_failed_ones() -> None:
+    run = synthetic_run(8, tool_every=1)
+    calls = [replace(t, error="ValueError: bad input") if i == 40 else t
+             for i, t in enumerate(run.tool_calls * 10)]
+    text = replace(run, tool_calls=calls).tables().text()
+    assert "tool calls: 26 of 80 shown" in text and "tool_table() has them all" in text
+    assert "ValueError: bad input" in text

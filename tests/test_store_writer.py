@@ -1,0 +1,77 @@
+"""The background writer: jobs land in order, in few transactions, and a failing job
+loses only itself."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from swarmkit.errors import StoreError
+from swarmkit.store.writer import Writer
+
+
+def _writer(path: Path, statements: list[str]) -> Writer:
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    return Writer(path, connect, lambda exc: StoreError(f"write failed: {exc}"))
+
+
+def _insert(n: int):  # type: ignore[no-untyped-def]
+    return lambda conn: conn.execute("INSERT INTO t VALUES (?)", (n,))
+
+
+def _rows(path: Path) -> list[int]:
+    with sqlite3.connect(path) as conn:
+        return [n for (n,) in conn.execute("SELECT n FROM t ORDER BY n")]
+
+
+def test_many_quick_writes_share_a_few_transactions(tmp_path: Path) -> None:
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    errors: list[StoreError] = []
+    for n in range(300):
+        writer.submit(_insert(n), errors.append)
+    writer.close()
+    writer.join()
+    assert errors == [] and _rows(path) == list(range(300))
+    commits = statements.count("COMMIT")
+    assert 1 <= commits <= 10, commits  # one per job was 300
+
+
+def test_a_failing_job_loses_only_itself_and_reports_once(tmp_path: Path) -> None:
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    errors: list[StoreError] = []
+    writer.submit(_insert(1), errors.append)
+    writer.submit(_insert(1), errors.append)  # a duplicate key: this one fails
+    writer.submit(_insert(2), errors.append)
+    writer.close()
+    writer.join()
+    assert statements.count("COMMIT") == 1  # the three shared one transaction
+    assert _rows(path) == [1, 2]
+    assert len(errors) == 1 and "UNIQUE constraint failed" in str(errors[0])
+
+
+def test_a_job_that_raises_a_bug_is_logged_and_the_thread_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    errors: list[StoreError] = []
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO t VALUES (7)")
+        raise KeyError("a bug")
+
+    writer.submit(broken, errors.append)
+    writer.submit(_insert(8), errors.append)
+    writer.close()
+    writer.join()
+    assert _rows(path) == [8]  # the broken job's own insert was rolled back
+    assert errors == [] and "a history write failed" in caplog.text
