@@ -75,3 +75,21 @@ def test_a_job_that_raises_a_bug_is_logged_and_the_thread_goes_on(
     writer.join()
     assert _rows(path) == [8]  # the broken job's own insert was rolled back
     assert errors == [] and "a history write failed" in caplog.text
+
+
+def test_closing_cuts_the_linger_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import swarmkit.store.writer as writer_module
+
+    monkeypatch.setattr(writer_module, "LINGER", 60.0)
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    writer.submit(_insert(1), lambda exc: None)
+    time.sleep(0.2)  # the writer takes the job and starts to linger
+    writer.close()
+    writer.join(timeout=10)  # far less than the linger: close() must end it
+    assert writer._thread is not None and not writer._thread.is_alive()
+    assert _rows(path) == [1]

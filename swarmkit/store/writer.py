@@ -16,7 +16,6 @@ import logging
 import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,6 +61,7 @@ class Writer:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._closing = threading.Event()  # cuts a linger short
 
     def submit(self, job: Job, on_error: ErrorHandler) -> None:
         with self._lock:
@@ -82,6 +82,7 @@ class Writer:
             if self._closed:
                 return
             self._closed = True
+            self._closing.set()
             if self._thread is not None:
                 self._queue.put(None)
 
@@ -120,8 +121,7 @@ class Writer:
         if item is None:
             return [], True
         batch = [item]
-        if not self._closed:
-            time.sleep(LINGER)  # closing: finish what is queued without waiting
+        self._closing.wait(LINGER)  # once closing, what is queued is finished at once
         while len(batch) < _MAX_BATCH:
             try:
                 item = self._queue.get_nowait()
