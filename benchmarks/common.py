@@ -136,6 +136,7 @@ def fake_server(latency: float, plan_tasks: int, **limits: int) -> Iterator[str]
     argv = [
         sys.executable, "-m", "swarmkit.testing", "--port", "0", "--latency", str(latency),
         "--plan-tasks", str(plan_tasks), "--lifetime", "3600", "--max-requests", "1000000",
+        "--no-keep-requests",
     ]
     for name, value in limits.items():
         argv += [f"--{name.replace('_', '-')}", str(value)]

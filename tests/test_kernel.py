@@ -185,3 +185,45 @@ def test_dashboard_cancel_button_stops_a_background_run(kernel: KernelSession) -
         )
         assert printed.strip() == "cancelled ['cancelled', 'completed']"
         assert wait_until(lambda: server.in_flight == 0)
+
+
+# -- the dashboard is built while the planner's call is in flight -----------------------------
+
+def test_the_dashboard_built_after_the_start_sees_every_event(kernel: KernelSession) -> None:
+    with FakeServer(lifetime=120, latency=0.05, plan_tasks=6) as server:
+        reply, printed = kernel.execute(swarm_line(server, "--workers 6") + "\nList six birds")
+        assert reply["status"] == "ok", printed
+        reply, printed = kernel.execute(
+            "import gc, json\nfrom swarmkit.dashboard import Dashboard\n"
+            "board = [o for o in gc.get_objects() if type(o) is Dashboard][-1]\n"
+            "state = board._state\n"
+            "print(json.dumps({'phase': state.phase, 'calls': state.calls, "
+            "'counts': state.counts, 'workers': len(state.workers), "
+            "'run_calls': len(_swarm.calls), 'tokens': state.prompt_tokens, "
+            "'run_tokens': _swarm.usage.prompt_tokens}))"
+        )
+        assert reply["status"] == "ok", printed
+        state = json.loads(printed)
+        # The planner's events came before the widgets existed; none was lost.
+        assert state["workers"] == 6 and state["counts"].get("completed") == 6
+        assert not state["counts"].get("running")
+        assert state["calls"] == state["run_calls"] == 8
+        assert state["tokens"] == state["run_tokens"]
+
+
+def test_a_dashboard_that_fails_to_build_leaves_the_run_going(kernel: KernelSession) -> None:
+    reply, printed = kernel.execute(
+        "import swarmkit.dashboard\n"
+        "class Broken:\n"
+        "    def __init__(self, **kw):\n"
+        "        raise RuntimeError('no widget frontend here')\n"
+        "swarmkit.dashboard.Dashboard = Broken\n"
+    )
+    assert reply["status"] == "ok", printed
+    with FakeServer(lifetime=120, plan_tasks=3) as server:
+        reply, printed = kernel.execute(swarm_line(server, "--workers 3") + "\nList three birds")
+        assert reply["status"] == "ok", printed
+        assert ("swarmkit: no live dashboard (RuntimeError: no widget frontend here); "
+                "the tables appear when the run ends") in printed
+        reply, printed = kernel.execute("print(_swarm.status, len(_swarm.workers))")
+        assert printed.strip() == "completed 3"

@@ -227,6 +227,14 @@ def test_records_headers_body_and_counts(server: FakeServer) -> None:
     assert server.count() == 0
 
 
+def test_a_server_that_keeps_no_requests_still_answers_and_counts_toward_max() -> None:
+    with FakeServer(keep_requests=False, max_requests=3) as server:
+        ids = [chat(server, step=f"worker-{i}").json()["id"] for i in range(3)]
+        assert server.requests == [] and server.count() == 0
+        assert len(set(ids)) == 3  # completion ids stay distinct without the records
+        assert wait_until(lambda: not server.running)  # the third request was its last
+
+
 def test_in_flight_and_max_in_flight_under_concurrency() -> None:
     arrived: list[FakeRequest] = []
     all_here = asyncio.Event()  # binds to the server's loop on first use

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
     from ..config import SwarmConfig
     from ..engine import Engine
-    from ..events import Sink
+    from ..events import Event, Sink
     from ..run import Run
 
-__all__ = ["CANCEL_GRACE", "SwarmHandle", "summary_line"]
+__all__ = ["CANCEL_GRACE", "SinkRelay", "SwarmHandle", "summary_line"]
 
 # How long a cancelled run may take to hand back its partial Run before we stop waiting.
 CANCEL_GRACE = 2.0
@@ -184,6 +184,38 @@ class SwarmHandle:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
+
+
+class SinkRelay:
+    """A Sink that holds a run's events until the sink that shows them exists.
+
+    The magic starts the run first and builds the dashboard while the planner's call is
+    in flight: making its widgets (~20 ms of comm traffic in a kernel) then costs the
+    run nothing. ``attach`` hands over the held events in order, then passes the rest
+    through; ``attach(None)`` drops them (no live view after all).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[Event] | None = []
+        self._sink: Sink | None = None
+
+    def on_event(self, event: Event) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(event)
+                return
+            sink = self._sink
+        if sink is not None:
+            sink.on_event(event)
+
+    def attach(self, sink: Sink | None) -> None:
+        with self._lock:  # held while replaying, so no later event overtakes them
+            held, self._held = self._held or [], None
+            self._sink = sink
+            if sink is not None:
+                for event in held:
+                    sink.on_event(event)
 
 
 def summary_line(run: Run | None, verb: str, names: Sequence[str]) -> str:

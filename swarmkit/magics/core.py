@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .bridge import SwarmHandle, summary_line
+from .bridge import SinkRelay, SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
 from .interpolate import interpolate
@@ -136,18 +136,20 @@ class SwarmMagics(Magics):
 
         handle = SwarmHandle(task, config, engine_options=with_session_tools(args.engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
-        live = not args.quiet and config.replay is None
-        dashboard = self._dashboard(task, config, handle, args.background) if live else None
-        handle.dashboard = dashboard
-        sinks: list[Sink] = [] if dashboard is None else [dashboard]
+        live = not args.quiet and config.replay is None and self._can_show_dashboard()
         # A replay takes a moment and must leave one final display (nbval compares it),
         # so it always runs in the foreground, even with --background.
         if args.background and config.replay is None:
-            return self._background(handle, sinks, names, dashboard)
-        if dashboard is not None:
-            publish_widget(dashboard.widget)
-        handle.start(sinks)
+            dashboard = self._dashboard(task, config, handle, background=True) if live else None
+            handle.dashboard = dashboard
+            return self._background(handle, [] if dashboard is None else [dashboard], names,
+                                    dashboard)
+        relay = SinkRelay() if live else None
+        handle.start([] if relay is None else [relay])
+        dashboard = None
         try:
+            if relay is not None:  # built while the planner's call is in flight
+                dashboard = self._attach_dashboard(task, config, handle, relay)
             run = handle.result()
         except KeyboardInterrupt:
             run = handle.cancel_and_collect("interrupt")
@@ -170,19 +172,36 @@ class SwarmMagics(Magics):
             raise usage_error(exc) from None
         raise exc
 
-    def _dashboard(
-        self, task: str, config: SwarmConfig, handle: SwarmHandle, background: bool
-    ) -> Any:
+    def _can_show_dashboard(self) -> bool:
         # Widgets need a frontend: a terminal IPython gets only the final tables.
         if getattr(self.shell, "kernel", None) is None:
-            return None
-        if importlib.util.find_spec("swarmkit.dashboard") is None:
-            return None
+            return False
+        return importlib.util.find_spec("swarmkit.dashboard") is not None
+
+    def _dashboard(
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, *, background: bool
+    ) -> Any:
         from ..dashboard import Dashboard  # type: ignore[import-not-found, unused-ignore]
 
         # A blocked cell cannot receive clicks, so only a background run gets a live Cancel.
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
         return Dashboard(task=task, config=config, on_cancel=on_cancel)
+
+    def _attach_dashboard(
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, relay: SinkRelay
+    ) -> Any:
+        """The live view of a running swarm; without one (it failed) the run goes on."""
+        try:
+            dashboard = self._dashboard(task, config, handle, background=False)
+        except Exception as exc:  # the run matters more than its live view
+            relay.attach(None)
+            print(f"swarmkit: no live dashboard ({type(exc).__name__}: {exc}); "
+                  "the tables appear when the run ends")
+            return None
+        relay.attach(dashboard)
+        handle.dashboard = dashboard
+        publish_widget(dashboard.widget)
+        return dashboard
 
     def _background(
         self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any

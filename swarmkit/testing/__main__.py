@@ -36,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ignore-stdin", action="store_true", help="do not stop when stdin closes"
     )
+    parser.add_argument(
+        "--no-keep-requests", dest="keep_requests", action="store_false",
+        help="do not keep each request for inspection (long benchmarks)",
+    )
     args = parser.parse_args(argv)
 
     done = threading.Event()
@@ -49,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = FakeServer(
         latency=args.latency, plan_tasks=args.plan_tasks, lifetime=args.lifetime,
         max_requests=args.max_requests, port=args.port, rpm_limit=args.rpm_limit,
-        tpm_limit=args.tpm_limit, window=args.window,
+        tpm_limit=args.tpm_limit, window=args.window, keep_requests=args.keep_requests,
     ).start()
     print(f"READY {server.base_url}", flush=True)
 

@@ -67,8 +67,12 @@ class FakeServer:
         window: float = 60.0,
         port: int = 0,
         models: Iterable[str] = ("fake-model",),
+        keep_requests: bool = True,
     ) -> None:
         self.handler = handler
+        # A long benchmark sends hundreds of thousands of requests: kept, they grow the
+        # server's heap, and its garbage collector's pauses show up as latency.
+        self.keep_requests = keep_requests
         self.latency = latency
         self.plan_tasks = plan_tasks
         self.max_requests = max_requests
@@ -83,6 +87,7 @@ class FakeServer:
         self.max_in_flight = 0
         self._rules: list[FaultRule] = [self._as_rule(f) for f in faults]
         self._records: list[RecordedRequest] = []
+        self._served = 0  # chat requests received, kept or not
         self._lock = threading.Lock()
         self._total = 0
         self._headerless_attempts: Counter[str] = Counter()
@@ -270,11 +275,13 @@ class FakeServer:
         raw_attempt = headers.get("x-swarm-attempt", "")
         attempt = int(raw_attempt) if raw_attempt.strip().isdigit() else None
         with self._lock:
-            self._records.append(RecordedRequest(
-                step=step, attempt=attempt, run_id=headers.get("x-swarm-run"),
-                authorization=headers.get("authorization"), body=body, arrived_at=arrived,
-                headers=headers,
-            ))
+            self._served += 1
+            if self.keep_requests:
+                self._records.append(RecordedRequest(
+                    step=step, attempt=attempt, run_id=headers.get("x-swarm-run"),
+                    authorization=headers.get("authorization"), body=body, arrived_at=arrived,
+                    headers=headers,
+                ))
             if attempt is None:
                 # Without the header, the n-th request of a step counts as attempt n.
                 self._headerless_attempts[step] += 1
@@ -329,7 +336,7 @@ class FakeServer:
 
     def _completion_id(self) -> str:
         with self._lock:
-            return f"chatcmpl-fake-{len(self._records)}"
+            return f"chatcmpl-fake-{self._served}"
 
     async def _send_reply(
         self, request: web.Request, fake: FakeRequest, reply: FakeReply, *, cut: bool
