@@ -3,11 +3,13 @@
 This is the only module that imports ipywidgets, and it does so inside ``Dashboard``
 so that ``import swarmkit`` stays light.
 
-Coalescing. ``on_event`` runs on the engine's loop thread; it only folds the event into
-plain Python state (``LiveState``, O(1)) and, on the first change since the last push,
-wakes the flusher. The flusher is one daemon thread that pushes the changed sections'
-HTML into the widgets at most ``max_rate`` times per second, and not at all when
-nothing changed. A thread rather than ``loop.call_later`` on the engine loop because:
+Coalescing. ``on_event`` runs on the engine's loop thread; it only appends the event to
+an inbox and, on the first event since the last push, wakes the flusher. The flusher
+folds the inbox into plain Python state (``LiveState``, O(1) an event) just before it
+renders, so the engine's thread pays a list append per event, not the fold and a lock.
+The flusher is one daemon thread that pushes the changed sections' HTML into the
+widgets at most ``max_rate`` times per second, and not at all when nothing changed.
+A thread rather than ``loop.call_later`` on the engine loop because:
 rendering and widget comm traffic then never run on the engine's loop (the engine never
 waits on the display); trait changes from a background thread reach the frontend at
 once even while the cell blocks; and ``close()`` can flush from any thread without
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -74,7 +77,8 @@ class Dashboard:
         self._state = LiveState(task=task, config=config)
         self._interval = 1.0 / max_rate
         self._on_cancel = on_cancel
-        self._lock = threading.Lock()  # guards _state and _pending
+        self._lock = threading.Lock()  # guards _state
+        self._inbox: deque[Event] = deque()  # appended on the loop thread, drained here
         self._flush_lock = threading.Lock()  # one push at a time, flusher or close()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -108,16 +112,21 @@ class Dashboard:
     # -- the Sink ----------------------------------------------------------------------
 
     def on_event(self, event: Event) -> None:
-        with self._lock:
-            self._state.apply(event)
-            if isinstance(event, RunFinished):
-                self._finished = True
-            wake = not self._pending
+        self._inbox.append(event)  # atomic; the flusher folds it into the state
+        if not self._pending:  # a race here costs at most one extra, empty push
             self._pending = True
-        if wake:
             if self._thread is None and not self._closed:
                 self._start_flusher()
             self._wake.set()
+
+    def _drain(self) -> None:
+        """Fold the events that arrived since the last push into the state (under _lock)."""
+        inbox, apply = self._inbox, self._state.apply
+        while inbox:
+            event = inbox.popleft()
+            apply(event)
+            if isinstance(event, RunFinished):
+                self._finished = True
 
     # -- pushing to the widgets ----------------------------------------------------------
 
@@ -131,6 +140,7 @@ class Dashboard:
         with self._flush_lock:
             with self._lock:
                 self._pending = False
+                self._drain()
                 rendered = render_changed(self._state)
             pushed = False
             for name, value in rendered.items():
@@ -159,8 +169,7 @@ class Dashboard:
                 return  # close() makes the final push
             self._wake.clear()  # before flush(): a change made during it wakes us again
             self.flush()
-            with self._lock:
-                done = self._finished and not self._pending
+            done = self._finished and not self._pending
             if done:
                 self._disable_cancel()
                 return

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - tabulate then measures with len too
     _text_width = len
 
 if TYPE_CHECKING:
+    from .calls import Usage
     from .records import ToolCallRecord, WorkerRecord
     from .run import Run
 
@@ -74,6 +75,14 @@ class RunTables:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self._usage: Usage | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """The run's usage, summed once per render (a sum over every call)."""
+        if self._usage is None:
+            self._usage = self.run.usage
+        return self._usage
 
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
@@ -89,7 +98,7 @@ class RunTables:
 
     def totals(self) -> str:
         run = self.run
-        usage = run.usage
+        usage = self.usage
         counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
         cached = sum(1 for c in run.calls if c.source == "cache")
         cached_note = f" ({cached} cached)" if cached else ""
@@ -186,7 +195,7 @@ class RunTables:
             "models": run.models,
             "parameters": run.config,
             "usage": {k: ("unknown" if v is None else str(v))
-                      for k, v in run.usage.to_dict().items()},
+                      for k, v in self.usage.to_dict().items()},
             "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
         }
 

@@ -20,10 +20,15 @@ from .writer import Job
 __all__ = ["ResponseCache"]
 
 
-def _put_job(fingerprint: str, occurrence: int, model: str, response: ChatResponse) -> Job:
-    data = response.to_dict()
-
+def _put_job(
+    fingerprint: str, occurrence: int, model: str, response: ChatResponse,
+    refuse: Callable[[ChatResponse], bool] | None = None,
+) -> Job:
     def write(conn: sqlite3.Connection) -> None:
+        # On the writer's thread: the event loop only queues the (frozen) response.
+        if refuse is not None and refuse(response):
+            return
+        data = response.to_dict()
         conn.execute(
             "INSERT OR REPLACE INTO cache VALUES (?, ?, ?, ?, ?, ?)",
             (fingerprint, occurrence, model, canonical_json(data),
@@ -52,10 +57,17 @@ class ResponseCache:
         with self.db.transaction() as conn:
             _put_job(fingerprint, occurrence, model, response)(conn)
 
-    def put_later(self, fingerprint: str, occurrence: int, model: str, response: ChatResponse,
-                  on_error: Callable[[StoreError], None]) -> None:
-        """:meth:`put` on the background writer, so the event loop never waits on disk."""
-        self.db.write_later(_put_job(fingerprint, occurrence, model, response), on_error)
+    def put_later(
+        self, fingerprint: str, occurrence: int, model: str, response: ChatResponse,
+        on_error: Callable[[StoreError], None],
+        refuse: Callable[[ChatResponse], bool] | None = None,
+    ) -> None:
+        """:meth:`put` on the background writer, so the event loop never waits on disk.
+
+        ``refuse(response)`` (also on the writer's thread) True means: do not store it.
+        """
+        self.db.write_later(_put_job(fingerprint, occurrence, model, response, refuse),
+                            on_error)
 
     def clear(self) -> int:
         """Forget every cached response; returns how many there were."""

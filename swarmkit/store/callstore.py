@@ -231,12 +231,15 @@ class CallStore:
                    response: ChatResponse) -> None:
         if self.cache is None:
             return
-        if find_secret(response.content or "", self.secrets) is not None:
-            return  # a response echoing a key is never written to disk
         try:
-            self.cache.put_later(fingerprint, occurrence, model, response, self._cache_failed)
+            self.cache.put_later(fingerprint, occurrence, model, response, self._cache_failed,
+                                 refuse=self._echoes_a_key)
         except StoreError as exc:
             self._cache_failed(exc)
+
+    def _echoes_a_key(self, response: ChatResponse) -> bool:
+        """A response echoing a key is never written to disk (checked on the writer)."""
+        return find_secret(response.content or "", self.secrets) is not None
 
     def _cache_failed(self, exc: StoreError) -> None:
         # A broken cache costs money, not correctness: warn once and call live from now on.
