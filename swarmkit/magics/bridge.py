@@ -199,8 +199,19 @@ class SinkRelay:
         self._lock = threading.Lock()
         self._held: list[Event] | None = []
         self._sink: Sink | None = None
+        self.call_started = threading.Event()  # the run's first model call is going out
+
+    def wait_for_first_call(self, handle: SwarmHandle, limit: float = 1.0) -> None:
+        """Wait (in short slices, so an interrupt lands) until the first call goes out,
+        the run ends, or ``limit`` seconds pass: then the network wait is under way."""
+        deadline = time.monotonic() + limit
+        while not self.call_started.wait(0.02):
+            if handle.done() or time.monotonic() > deadline:
+                return
 
     def on_event(self, event: Event) -> None:
+        if not self.call_started.is_set() and event.kind == "call_started":
+            self.call_started.set()
         with self._lock:
             if self._held is not None:
                 self._held.append(event)

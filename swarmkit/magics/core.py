@@ -149,6 +149,7 @@ class SwarmMagics(Magics):
         dashboard = None
         try:
             if relay is not None:  # built while the planner's call is in flight
+                relay.wait_for_first_call(handle)
                 dashboard = self._attach_dashboard(task, config, handle, relay)
             run = handle.result()
         except KeyboardInterrupt:
