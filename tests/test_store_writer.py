@@ -28,6 +28,7 @@ def _insert(n: int):  # type: ignore[no-untyped-def]
 
 def _rows(path: Path) -> list[int]:
     with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
         return [n for (n,) in conn.execute("SELECT n FROM t ORDER BY n")]
 
 
@@ -93,3 +94,40 @@ def test_closing_cuts_the_linger_short(
     writer.join(timeout=10)  # far less than the linger: close() must end it
     assert writer._thread is not None and not writer._thread.is_alive()
     assert _rows(path) == [1]
+
+
+def test_deferrable_writes_wait_for_a_writes_deferred_block_and_urgent_ones_do_not(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from swarmkit.store.writer import writes_deferred
+
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    with writes_deferred():
+        writer.submit(_insert(1), lambda exc: None)
+        writer.submit(_insert(2), lambda exc: None, deferrable=True)  # a run's save
+        writer.submit(_insert(3), lambda exc: None)
+        writer.close()
+        deadline = time.monotonic() + 10
+        while _rows(path) != [1, 3] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _rows(path) == [1, 3]  # the urgent ones landed; the save waits
+        time.sleep(0.2)
+        assert _rows(path) == [1, 3]
+    writer.join(timeout=10)
+    assert _rows(path) == [1, 2, 3]
+
+
+def test_waiting_for_the_writes_ends_a_deferral(tmp_path: Path) -> None:
+    from swarmkit.store.writer import writes_deferred
+
+    path, statements = tmp_path / "w.db", []
+    writer = _writer(path, statements)
+    with writes_deferred():
+        writer.submit(_insert(1), lambda exc: None, deferrable=True)
+        writer.close()
+        writer.join(timeout=10)  # a reader of the same file, or the interpreter's exit
+        assert writer._thread is not None and not writer._thread.is_alive()
+        assert _rows(path) == [1]

@@ -144,6 +144,16 @@ class SwarmMagics(Magics):
             handle.dashboard = dashboard
             return self._background(handle, [] if dashboard is None else [dashboard], names,
                                     dashboard)
+        from ..store.writer import writes_deferred
+
+        # Saving the finished run to history waits until its tables are shown.
+        with writes_deferred():
+            return self._foreground(task, config, handle, names, live)
+
+    def _foreground(
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, names: tuple[str, ...],
+        live: bool,
+    ) -> None:
         relay = SinkRelay() if live else None
         handle.start([] if relay is None else [relay])
         dashboard = None

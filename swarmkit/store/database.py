@@ -185,12 +185,14 @@ class Database:
                     conn.execute("ROLLBACK")
                 raise
 
-    def write_later(self, job: Job, on_error: Callable[[StoreError], None]) -> None:
+    def write_later(self, job: Job, on_error: Callable[[StoreError], None], *,
+                    deferrable: bool = False) -> None:
         """Queue ``job`` for the background writer (one transaction); errors go to
-        ``on_error`` on the writer's thread."""
+        ``on_error`` on the writer's thread. See :func:`writes_deferred` for
+        ``deferrable``."""
         if self._conn is None:
             raise StoreError(f"history database {self.path} is closed; open a new History")
-        self._writer.submit(job, on_error)
+        self._writer.submit(job, on_error, deferrable=deferrable)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -148,7 +148,7 @@ class History:
     def save_later(self, run: Run, secrets: Mapping[str, str] | None = None,
                    on_error: ErrorHandler = _warn) -> None:
         """:meth:`save` on the background writer: returns at once."""
-        self.db.write_later(_run_job(run, dict(secrets or {})), on_error)
+        self.db.write_later(_run_job(run, dict(secrets or {})), on_error, deferrable=True)
 
     def save_cassette(self, cassette: Cassette, secrets: Mapping[str, str] | None = None) -> None:
         """Keep a run's cassette, so any past run can be replayed or exported."""
@@ -157,7 +157,8 @@ class History:
 
     def save_cassette_later(self, cassette: Cassette, secrets: Mapping[str, str] | None = None,
                             on_error: ErrorHandler = _warn) -> None:
-        self.db.write_later(_cassette_job(cassette, dict(secrets or {})), on_error)
+        self.db.write_later(_cassette_job(cassette, dict(secrets or {})), on_error,
+                            deferrable=True)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -16,18 +16,21 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError
 
-__all__ = ["Job", "Writer", "wait_for_writes"]
+__all__ = ["Job", "Writer", "wait_for_writes", "writes_deferred"]
 
 log = logging.getLogger("swarmkit")
 
 # A job writes inside the transaction it is given; on_error gets a one-line StoreError.
 Job = Callable[[sqlite3.Connection], None]
 ErrorHandler = Callable[[StoreError], None]
+_Item = tuple[Job, ErrorHandler, bool]  # the job, its error handler, deferrable
 # Longest wait for pending writes at exit or before opening the same file.
 FLUSH_TIMEOUT = 30.0
 # After a write, the thread lets more jobs gather for this long and applies them in one
@@ -36,9 +39,43 @@ FLUSH_TIMEOUT = 30.0
 # dozen. A reader in this process never sees the delay (see wait_for_writes).
 LINGER = 0.05
 _MAX_BATCH = 500
+# The longest a deferrable write waits for writes_deferred() blocks to end.
+DEFER_LIMIT = 5.0
 
 _live: set[Writer] = set()
 _live_lock = threading.Lock()
+_holds = 0  # writes_deferred() blocks running now, in any thread
+_holds_changed = threading.Condition()
+
+
+@contextmanager
+def writes_deferred() -> Iterator[None]:
+    """While the block runs, deferrable writes (a finished run, its cassette) wait.
+
+    ``%%swarm`` wraps its cell in it: saving a 1,000-worker run is ~70 ms of JSON on the
+    writer's thread, which would otherwise share the GIL with the cell rendering that
+    run's tables. Anyone who waits for the writes (wait_for_writes, the interpreter's
+    exit) ends the wait at once; it never lasts more than DEFER_LIMIT seconds.
+    """
+    global _holds
+    with _holds_changed:
+        _holds += 1
+    try:
+        yield
+    finally:
+        with _holds_changed:
+            _holds -= 1
+            _holds_changed.notify_all()
+
+
+def _wait_for_release(joined: threading.Event) -> None:
+    deadline = time.monotonic() + DEFER_LIMIT
+    with _holds_changed:
+        while _holds and not joined.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            _holds_changed.wait(min(remaining, 0.05))  # joined does not notify: look again
 
 
 def _key(path: Path) -> Path:
@@ -57,13 +94,15 @@ class Writer:
         self.path = path
         self._connect = connect
         self._describe = describe
-        self._queue: queue.SimpleQueue[tuple[Job, ErrorHandler] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self._closing = threading.Event()  # cuts a linger short
+        self._hurry = threading.Event()  # closing: no more lingering
+        self._joined = threading.Event()  # someone waits for the writes: no deferring
 
-    def submit(self, job: Job, on_error: ErrorHandler) -> None:
+    def submit(self, job: Job, on_error: ErrorHandler, *, deferrable: bool = False) -> None:
+        """Queue ``job``; a ``deferrable`` one waits while a writes_deferred() block runs."""
         with self._lock:
             if self._closed:
                 raise StoreError(f"history database {self.path} is closed; open a new History")
@@ -74,7 +113,7 @@ class Writer:
                 with _live_lock:
                     _live.add(self)
                 self._thread.start()
-            self._queue.put((job, on_error))
+            self._queue.put((job, on_error, deferrable))
 
     def close(self) -> None:
         """Finish the queued jobs, then stop; returns at once."""
@@ -82,7 +121,7 @@ class Writer:
             if self._closed:
                 return
             self._closed = True
-            self._closing.set()
+            self._hurry.set()
             if self._thread is not None:
                 self._queue.put(None)
 
@@ -91,6 +130,9 @@ class Writer:
         return self._closed
 
     def join(self, timeout: float | None = FLUSH_TIMEOUT) -> None:
+        """Wait for the queued writes, deferred ones included, and the thread."""
+        self._joined.set()
+        self._hurry.set()
         thread = self._thread
         if thread is not None:
             thread.join(timeout)
@@ -101,27 +143,40 @@ class Writer:
             stopping = False
             while not stopping:
                 batch, stopping = self._next_batch()
-                if not batch:
-                    continue
-                try:
-                    conn = conn or self._connect()
-                    self._apply(conn, batch)
-                except sqlite3.Error as exc:  # BEGIN or COMMIT failed: every job is lost
-                    for _, on_error in batch:
-                        on_error(self._describe(exc))
+                urgent = [(job, on_error) for job, on_error, later in batch if not later]
+                deferred = [(job, on_error) for job, on_error, later in batch if later]
+                if deferred:
+                    # The cache's entries go now; the run's save waits for the cell.
+                    conn = self._apply_batch(conn, urgent)
+                    urgent = []
+                    _wait_for_release(self._joined)
+                conn = self._apply_batch(conn, urgent + deferred)
         finally:
             if conn is not None:
                 conn.close()
             with _live_lock:
                 _live.discard(self)
 
-    def _next_batch(self) -> tuple[list[tuple[Job, ErrorHandler]], bool]:
+    def _apply_batch(
+        self, conn: sqlite3.Connection | None, batch: list[tuple[Job, ErrorHandler]]
+    ) -> sqlite3.Connection | None:
+        if not batch:
+            return conn
+        try:
+            conn = conn or self._connect()
+            self._apply(conn, batch)
+        except sqlite3.Error as exc:  # BEGIN or COMMIT failed: every job is lost
+            for _, on_error in batch:
+                on_error(self._describe(exc))
+        return conn
+
+    def _next_batch(self) -> tuple[list[_Item], bool]:
         """The jobs to apply together, and whether the writer was asked to stop."""
         item = self._queue.get()
         if item is None:
             return [], True
         batch = [item]
-        self._closing.wait(LINGER)  # once closing, what is queued is finished at once
+        self._hurry.wait(LINGER)  # once closing, what is queued is finished at once
         while len(batch) < _MAX_BATCH:
             try:
                 item = self._queue.get_nowait()
