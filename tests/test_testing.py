@@ -401,6 +401,20 @@ def test_html_fault_sends_a_proxy_error_page(server: FakeServer) -> None:
     assert response.text.startswith("<html>\r\n<head><title>502 Bad Gateway</title>")
 
 
+def test_stream_error_fault_sends_an_error_event_mid_stream(server: FakeServer) -> None:
+    server.add_fault(Fault.stream_error("The model is overloaded"))
+    streamed = chat(server, stream=True)
+    assert streamed.status_code == 200
+    payloads = sse_payloads(streamed.text)
+    assert json.loads(payloads[-1]) == {
+        "error": {"message": "The model is overloaded", "type": "server_error"}
+    }
+    assert "[DONE]" not in payloads and len(payloads) == 3  # role, some text, the error
+    plain = chat(server)  # not streamed: a plain server error
+    assert plain.status_code == 500
+    assert plain.json()["error"]["message"] == "The model is overloaded"
+
+
 def test_drop_fault_closes_without_a_response(server: FakeServer) -> None:
     server.add_fault(Fault.drop())
     with pytest.raises(httpx2.RemoteProtocolError):

@@ -216,19 +216,16 @@ class OpenAIProvider:
             # the exception it wraps says what really happened.
             message = getattr(root, "message", None)  # aiohttp's, without its pseudo-status
             text = message if isinstance(message, str) else str(root)
-            detail = one_line(_AIOHTTP_REPR.sub(r"\1", text) or type(root).__name__, 120)
+            text = _AIOHTTP_REPR.sub(r"\1", text).strip().rstrip(".")
+            detail = one_line(text or type(root).__name__, 120)
             raise _AttemptError(
                 self._scrub(f"connection dropped by {endpoint.host} ({detail})"),
                 hint=_HINT_DOWN, retryable=True,
             ) from None
         except openai.APIResponseValidationError:
             raise _malformed(endpoint, "not a chat completion") from None
-        except openai.APIError as exc:  # an error event inside a stream
-            message = one_line(exc.message, 200)
-            raise _AttemptError(
-                self._scrub(f"error from {endpoint.host} mid-answer: {message}"),
-                hint=_HINT_DOWN, retryable=True,
-            ) from None
+        except openai.APIError as exc:  # any other error the SDK reports
+            raise self._mid_answer(endpoint, exc.message) from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             # The SDK decodes bodies as it reads them: garbage surfaces as a decoding error.
             raise _malformed(endpoint, "body is not valid JSON") from None
@@ -258,27 +255,25 @@ class OpenAIProvider:
         accumulator = StreamAccumulator()
         events = ServerSentEvents()
         done = False
+
+        def take(data: str | None) -> None:
+            nonlocal done
+            if data is None or done:
+                return
+            if data.startswith("[DONE]"):
+                done = True  # the rest of the body is still read: the connection is reused
+                return
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise self._mid_answer(endpoint, error_message(chunk) or "error event")
+            text = accumulator.add(chunk)
+            if text and on_delta is not None:
+                _deliver(on_delta, text)
+
         try:
             async for line in response.aiter_lines():
-                data = events.feed(line)
-                if data is None or done:
-                    continue
-                if data.startswith("[DONE]"):
-                    done = True  # the rest of the body is read, so the connection is reused
-                    continue
-                chunk = json.loads(data)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    message = one_line(error_message(chunk) or "error event", 200)
-                    raise _AttemptError(
-                        self._scrub(f"error from {endpoint.host} mid-answer: {message}"),
-                        hint=_HINT_DOWN, retryable=True,
-                    )
-                text = accumulator.add(chunk)
-                if text and on_delta is not None:
-                    _deliver(on_delta, text)
-            last = events.end()
-            if last is not None and not done and not last.startswith("[DONE]"):
-                accumulator.add(json.loads(last))
+                take(events.feed(line))
+            take(events.end())  # a body that ends without a blank line after its last event
         except httpx2.TimeoutException as exc:
             raise openai.APITimeoutError(request=response.request) from exc
         except httpx2.TransportError as exc:
@@ -292,6 +287,13 @@ class OpenAIProvider:
                 hint=_HINT_DOWN, retryable=True,
             )
         return accumulator.response()
+
+    def _mid_answer(self, endpoint: Endpoint, message: str) -> _AttemptError:
+        """An error event the server sent inside its answer (retried: it may pass)."""
+        return _AttemptError(
+            self._scrub(f"error from {endpoint.host} mid-answer: {one_line(message, 200)}"),
+            hint=_HINT_DOWN, retryable=True,
+        )
 
     def _status_error(
         self, exc: Any, endpoint: Endpoint, request: ChatRequest

@@ -15,7 +15,9 @@ from typing import Literal
 
 __all__ = ["Fault", "FaultKind", "FaultRule"]
 
-FaultKind = Literal["status", "html", "drop", "stall", "malformed", "stream_cut"]
+FaultKind = Literal[
+    "status", "html", "drop", "stall", "malformed", "stream_cut", "stream_error"
+]
 
 # What llama.cpp's server answers when given response_format of type json_schema.
 LLAMA_CPP_JSON_SCHEMA_BODY = (
@@ -69,6 +71,13 @@ class Fault:
     def stream_cut(cls) -> Fault:
         """Send part of the answer, then abort the connection (streamed or not)."""
         return cls("stream_cut", http_status=200)
+
+    @classmethod
+    def stream_error(cls, message: str = "The server is overloaded") -> Fault:
+        """A streamed answer that starts, then sends an ``{"error": ...}`` event and ends
+        (as OpenAI and vLLM do when a model fails mid-answer); a plain HTTP 500 when the
+        request did not ask to stream."""
+        return cls("stream_error", http_status=500, body=message)
 
     @classmethod
     def llama_cpp_json_schema(cls) -> Fault:

@@ -35,6 +35,8 @@ def fault_response(fault: Fault, *, stream: bool) -> web.Response:
                 content_type="text/event-stream",
             )
         return web.Response(body=_GARBLED, content_type="application/json")
+    if fault.kind == "stream_error":  # asked without streaming: a plain server error
+        return json_error(fault.http_status, fault.body or "server error", "server_error")
     if fault.kind == "html":
         return web.Response(
             text=fault.html_page(), status=fault.http_status, content_type="text/html"

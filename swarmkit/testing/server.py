@@ -374,4 +374,23 @@ class FakeServer:
             return abort(request)
         if fault.kind == "stream_cut":
             return await self._send_reply(request, fake, await self._reply(fake), cut=True)
+        if fault.kind == "stream_error" and fake.stream:
+            return await self._send_stream_error(request, fake, fault)
         return fault_response(fault, stream=fake.stream)
+
+    async def _send_stream_error(
+        self, request: web.Request, fake: FakeRequest, fault: Fault
+    ) -> web.StreamResponse:
+        reply = await self._reply(fake)
+        content = reply.content if isinstance(reply, FakeReply) else None
+        first = stream_chunks(fake, FakeReply(content=content or "partial"),
+                              self._completion_id())[:2]  # the role, then some text
+        error = json.dumps({"error": {"message": fault.body, "type": "server_error"}})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        for payload in [*first, error]:
+            await response.write(f"data: {payload}\n\n".encode())
+        await response.write_eof()
+        return response

@@ -218,3 +218,26 @@ def test_short_placeholder_key_does_not_mangle_error_messages(
     assert error is not None and "[redacted]" not in error
     # The transport's "Not enough data to satisfy content length header" survives whole.
     assert "Not enough data to satisfy content length header" in error
+
+
+def test_an_error_event_mid_stream_is_retried_and_then_named_in_one_line(
+    options: Options,
+) -> None:
+    """A server that fails mid-answer sends {"error": ...} inside the stream, with 200."""
+    sink = Events()
+    once = FaultRule(Fault.stream_error("The model is overloaded"), step="reducer", attempts=1)
+    with FakeServer(plan_tasks=3, faults=[once]) as server:
+        run = _run(server, options, sink)
+    assert run.status == "completed" and run.answer == "Final answer merging 3 results"
+    assert _shown(sink.of(ReducerDelta)) == run.answer  # the failed attempt's text is gone
+    [retry] = [r for r in run.retries if r.step == "reducer"]
+    assert "mid-answer: The model is overloaded" in retry.error
+
+    always = FaultRule(Fault.stream_error("The model is overloaded"), step="reducer")
+    with FakeServer(plan_tasks=3, faults=[always]) as server:
+        run = _run(server, options, max_attempts=2)
+    assert run.status == "failed" and run.error is not None
+    assert "error from 127.0.0.1" in run.error
+    assert "mid-answer: The model is overloaded (gave up after 2 attempts)" in run.error
+    assert "\n" not in run.error
+    assert all(w.status == "completed" for w in run.workers)  # the workers are kept
