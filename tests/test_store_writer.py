@@ -131,3 +131,17 @@ def test_waiting_for_the_writes_ends_a_deferral(tmp_path: Path) -> None:
         writer.join(timeout=10)  # a reader of the same file, or the interpreter's exit
         assert writer._thread is not None and not writer._thread.is_alive()
         assert _rows(path) == [1]
+
+
+def test_a_database_that_cannot_be_opened_reports_every_job(tmp_path: Path) -> None:
+    errors: list[StoreError] = []
+
+    def connect() -> sqlite3.Connection:
+        raise StoreError("history database is corrupt; run History.reset")
+
+    writer = Writer(tmp_path / "w.db", connect, lambda exc: StoreError(str(exc)))
+    writer.submit(_insert(1), errors.append)
+    writer.submit(_insert(2), errors.append)
+    writer.close()
+    writer.join(timeout=10)
+    assert [str(e) for e in errors] == ["history database is corrupt; run History.reset"] * 2

@@ -165,9 +165,11 @@ class Writer:
         try:
             conn = conn or self._connect()
             self._apply(conn, batch)
-        except sqlite3.Error as exc:  # BEGIN or COMMIT failed: every job is lost
+        except (sqlite3.Error, StoreError) as exc:  # no connection, or BEGIN/COMMIT failed
             for _, on_error in batch:
-                on_error(self._describe(exc))
+                self._report(exc, on_error)
+        except Exception:  # a bug must not kill the thread and lose later writes
+            log.exception("swarmkit: a history write failed")
         return conn
 
     def _next_batch(self) -> tuple[list[_Item], bool]:
@@ -196,7 +198,8 @@ class Writer:
             for job, _ in batch:
                 job(conn)
         except Exception:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # some errors end the transaction themselves
+                conn.execute("ROLLBACK")
             self._apply_one_by_one(conn, batch)
             return
         except BaseException:
