@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
@@ -75,14 +77,11 @@ class RunTables:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self._usage: Usage | None = None
 
-    @property
+    @cached_property
     def usage(self) -> Usage:
         """The run's usage, summed once per render (a sum over every call)."""
-        if self._usage is None:
-            self._usage = self.run.usage
-        return self._usage
+        return self.run.usage
 
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
@@ -97,6 +96,11 @@ class RunTables:
                                len(self.TOOL_HEADERS))
 
     def totals(self) -> str:
+        """The one-line summary; both the text and the HTML open with it."""
+        return self._totals
+
+    @cached_property
+    def _totals(self) -> str:
         run = self.run
         usage = self.usage
         counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
@@ -117,15 +121,17 @@ class RunTables:
         """Every tool call's row (``shown``: only those, as the display does)."""
         return render_table(self.tool_rows(shown), self.TOOL_HEADERS, fmt)
 
-    def _shown_workers(self) -> list[int] | None:
+    @cached_property
+    def _worker_cut(self) -> _Cut:
         workers = self.run.workers
-        return displayed_rows(
-            len(workers), [i for i, w in enumerate(workers) if w.status != "completed"]
-        )
+        return _Cut.of("workers", len(workers), "did not complete", "worker_table",
+                       [i for i, w in enumerate(workers) if w.status != "completed"])
 
-    def _shown_tool_calls(self) -> list[int] | None:
+    @cached_property
+    def _tool_cut(self) -> _Cut:
         calls = self.run.tool_calls
-        return displayed_rows(len(calls), [i for i, t in enumerate(calls) if t.error])
+        return _Cut.of("tool calls", len(calls), "failed", "tool_table",
+                       [i for i, t in enumerate(calls) if t.error])
 
     def text(self) -> str:
         """Totals, tables (long ones cut to DISPLAY_ROWS) and the answer, as plain text."""
@@ -134,16 +140,12 @@ class RunTables:
         if run.error:
             parts += [f"error: {run.error}", ""]
         if run.workers:
-            shown = self._shown_workers()
-            if shown is not None:
-                parts.append(_cut_note("workers", len(shown), len(run.workers),
-                                       "did not complete", "worker_table"))
-            parts += [self.worker_table(shown=shown), ""]
+            cut = self._worker_cut
+            parts += [*([cut.note] if cut.note else []),
+                      self.worker_table(shown=cut.shown), ""]
         if run.tool_calls:
-            shown = self._shown_tool_calls()
-            parts.append("tool calls" if shown is None else _cut_note(
-                "tool calls", len(shown), len(run.tool_calls), "failed", "tool_table"))
-            parts += [self.tool_table(shown=shown), ""]
+            cut = self._tool_cut
+            parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
         if run.answer is not None:
             parts += ["answer", run.answer]
         return "\n".join(parts).rstrip() + "\n"
@@ -167,17 +169,9 @@ class RunTables:
                 f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
             ]
         if run.workers:
-            shown = self._shown_workers()
-            title = f"workers ({len(run.workers)})" if shown is None else _cut_note(
-                "workers", len(shown), len(run.workers), "did not complete", "worker_table")
-            parts += [f"<p><b>{html.escape(title)}</b></p>",
-                      _scrolling(self.worker_table("html", shown), len(shown or run.workers))]
+            parts += self._worker_cut.html(self.worker_table("html", self._worker_cut.shown))
         if run.tool_calls:
-            shown = self._shown_tool_calls()
-            title = f"tool calls ({len(run.tool_calls)})" if shown is None else _cut_note(
-                "tool calls", len(shown), len(run.tool_calls), "failed", "tool_table")
-            parts += [f"<p><b>{html.escape(title)}</b></p>",
-                      _scrolling(self.tool_table("html", shown), len(shown or run.tool_calls))]
+            parts += self._tool_cut.html(self.tool_table("html", self._tool_cut.shown))
         if run.calls:
             parts += ["<p><b>timeline</b></p>", timeline_svg(run)]
         parts.append("</div>")
@@ -267,9 +261,30 @@ def _rows_with_gaps(
     return rows
 
 
-def _cut_note(what: str, shown: int, total: int, notable: str, method: str) -> str:
-    return (f"{what}: {shown} of {total:,} shown (the first {_HEAD_ROWS}, the last "
-            f"{_TAIL_ROWS} and those that {notable}); run.tables().{method}() has them all")
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """How a display shows one table: the rows it keeps (None: all) and its title."""
+
+    what: str  # "workers", "tool calls"
+    count: int
+    shown: list[int] | None
+    note: str | None  # says what was left out and how to print it all, when cut
+
+    @classmethod
+    def of(cls, what: str, count: int, notable_verb: str, method: str,
+           notable: Sequence[int]) -> _Cut:
+        shown = displayed_rows(count, notable)
+        note = None if shown is None else (
+            f"{what}: {len(shown)} of {count:,} shown (the first {_HEAD_ROWS}, the last "
+            f"{_TAIL_ROWS} and those that {notable_verb}); run.tables().{method}() has "
+            "them all"
+        )
+        return cls(what, count, shown, note)
+
+    def html(self, table: str) -> list[str]:
+        title = self.note or f"{self.what} ({self.count})"
+        rows = self.count if self.shown is None else len(self.shown)
+        return [f"<p><b>{html.escape(title)}</b></p>", _scrolling(table, rows)]
 
 
 def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:
