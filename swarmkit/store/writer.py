@@ -190,30 +190,24 @@ class Writer:
         return batch, False
 
     def _apply(self, conn: sqlite3.Connection, batch: list[tuple[Job, ErrorHandler]]) -> None:
-        """One transaction. If a job fails, the batch is rolled back and applied again
-        with each job in a savepoint, so a failing job loses only itself (two more
-        statements a job, paid only then)."""
-        conn.execute("BEGIN IMMEDIATE")
+        """One transaction. If anything fails, the batch is applied again with each job
+        in a savepoint, so a failing job loses only itself (two more statements a job,
+        paid only then); what still fails at BEGIN or COMMIT reaches the caller."""
         try:
-            for job, _ in batch:
-                job(conn)
+            self._transaction(conn, batch, isolated=False)
         except Exception:
-            if conn.in_transaction:  # some errors end the transaction themselves
-                conn.execute("ROLLBACK")
-            self._apply_one_by_one(conn, batch)
-            return
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            self._transaction(conn, batch, isolated=True)
 
-    def _apply_one_by_one(
-        self, conn: sqlite3.Connection, batch: list[tuple[Job, ErrorHandler]]
+    def _transaction(
+        self, conn: sqlite3.Connection, batch: list[tuple[Job, ErrorHandler]], *,
+        isolated: bool,
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for job, on_error in batch:
+                if not isolated:
+                    job(conn)
+                    continue
                 conn.execute("SAVEPOINT job")
                 try:
                     job(conn)
@@ -225,7 +219,7 @@ class Writer:
                     conn.execute("RELEASE job")
             conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
+            if conn.in_transaction:  # some errors end the transaction themselves
                 conn.execute("ROLLBACK")
             raise
 
