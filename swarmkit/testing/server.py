@@ -344,18 +344,10 @@ class FakeServer:
         completion_id = self._completion_id()
         if fake.stream:
             chunks = stream_chunks(fake, reply, completion_id)
-            if cut:
-                chunks = chunks[: max(1, len(chunks) // 2)]
-            response = web.StreamResponse(
-                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-            )
-            await response.prepare(request)
-            for payload in chunks:
-                await response.write(f"data: {payload}\n\n".encode())
-            if cut:
-                return abort(request)
-            await response.write_eof()
-            return response
+            if not cut:
+                return await _send_events(request, chunks)
+            await _send_events(request, chunks[: max(1, len(chunks) // 2)], end=False)
+            return abort(request)
         data = json.dumps(completion_body(fake, reply, completion_id)).encode()
         if not cut:
             return web.Response(body=data, content_type="application/json")
@@ -386,11 +378,19 @@ class FakeServer:
         first = stream_chunks(fake, FakeReply(content=content or "partial"),
                               self._completion_id())[:2]  # the role, then some text
         error = json.dumps({"error": {"message": fault.body, "type": "server_error"}})
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-        await response.prepare(request)
-        for payload in [*first, error]:
-            await response.write(f"data: {payload}\n\n".encode())
+        return await _send_events(request, [*first, error])
+
+
+async def _send_events(
+    request: web.Request, payloads: list[str], *, end: bool = True
+) -> web.StreamResponse:
+    """Server-sent events, one ``data:`` line each; ``end=False`` leaves the body open."""
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    for payload in payloads:
+        await response.write(f"data: {payload}\n\n".encode())
+    if end:
         await response.write_eof()
-        return response
+    return response
