@@ -210,23 +210,27 @@ class SinkRelay:
                 return
 
     def on_event(self, event: Event) -> None:
-        if not self.call_started.is_set() and event.kind == "call_started":
-            self.call_started.set()
+        sink = self._sink  # set only once the held events are handed over
+        if sink is not None:  # the rest of the run: no lock, no check, on the loop thread
+            sink.on_event(event)
+            return
         with self._lock:
             if self._held is not None:
                 self._held.append(event)
+                if event.kind == "call_started":
+                    self.call_started.set()
                 return
-            sink = self._sink
+            sink = self._sink  # attached meanwhile (or dropped: None)
         if sink is not None:
             sink.on_event(event)
 
     def attach(self, sink: Sink | None) -> None:
         with self._lock:  # held while replaying, so no later event overtakes them
-            held, self._held = self._held or [], None
-            self._sink = sink
             if sink is not None:
-                for event in held:
+                for event in self._held or ():
                     sink.on_event(event)
+            self._held = None
+            self._sink = sink
 
 
 def summary_line(run: Run | None, verb: str, names: Sequence[str]) -> str:
