@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from swarmkit.testing import FakeServer
+from swarmkit.testing import FakeServer, wait_until
 from swarmkit.testing.kernel import KernelSession, kernel_env
 
 pytestmark = pytest.mark.kernel
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.kernel
 TIMEOUT = 60
 
 
-def wait_until(condition: Any, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
 
 
 def swarm_line(server: FakeServer, extra: str) -> str:

@@ -9,10 +9,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
@@ -23,7 +21,7 @@ from swarmkit.magics import SwarmHandle, SwarmMagics
 from swarmkit.magics.dryrun import DryRun
 from swarmkit.magics.interpolate import interpolate
 from swarmkit.run import Run
-from swarmkit.testing import FakeServer, swarm_shell
+from swarmkit.testing import FakeServer, swarm_shell, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,13 +79,6 @@ def planner_prompt(server: FakeServer) -> str:
     return str(planner[0].body["messages"][1]["content"])
 
 
-def wait_until(condition: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
 
 
 # -- a run ---------------------------------------------------------------------------------

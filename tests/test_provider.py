@@ -17,7 +17,7 @@ from swarmkit.config import SwarmConfig
 from swarmkit.errors import ConfigError, ProviderError, ResponseFormatUnsupported
 from swarmkit.events import CallRetried, CallStarted, Event
 from swarmkit.provider import OpenAIProvider, ProviderResult
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-SECRET-4242-must-not-leak"
@@ -74,13 +74,6 @@ def retries(events: list[Event]) -> list[CallRetried]:
     return [e for e in events if isinstance(e, CallRetried)]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 # successful calls ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from swarmkit.testing import (
     FaultRule,
     default_reply,
     role_of_step,
+    wait_until,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,13 +54,6 @@ def sse_payloads(text: str) -> list[str]:
     return [line[len("data: "):] for line in text.splitlines() if line.startswith("data: ")]
 
 
-def wait_until(condition: object, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
 
 
 # lifecycle and endpoints -----------------------------------------------------------------
@@ -575,3 +569,9 @@ def test_cli_stops_when_stdin_closes() -> None:
         assert proc.stdout.readline().startswith("READY ")
         proc.stdin.close()
         assert proc.wait(timeout=10) == 0
+
+
+def test_wait_until_returns_as_soon_as_the_condition_holds_and_false_when_it_never_does() -> None:
+    calls = iter([False, False, True])
+    assert wait_until(lambda: next(calls), timeout=5, interval=0.001)
+    assert not wait_until(lambda: False, timeout=0.05, interval=0.01)

@@ -25,6 +25,7 @@ from .replies import (
 )
 from .server import FakeServer, Handler
 from .shell import swarm_shell
+from .waiting import wait_until
 
 __all__ = [
     "FakeReply",
@@ -41,4 +42,5 @@ __all__ = [
     "role_of_step",
     "run_problems",
     "swarm_shell",
+    "wait_until",
 ]
