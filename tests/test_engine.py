@@ -165,7 +165,7 @@ def test_planner_falls_back_when_json_schema_is_rejected() -> None:
     assert formats == ["json_schema", "json_object"]
 
 
-def test_planner_junk_is_repaired_once_then_a_plan_error_keeps_the_raw_text() -> None:
+def test_planner_junk_is_repaired_once_per_rung_then_a_plan_error_keeps_the_raw_text() -> None:
     replies = iter(["Sure! Here are some ideas: do things.", '{"tasks": ["x"]}'])
 
     def handler(request: FakeRequest) -> FakeReply:
@@ -181,7 +181,9 @@ def test_planner_junk_is_repaired_once_then_a_plan_error_keeps_the_raw_text() ->
         failed = swarmkit.run_sync("task", **options(server))
     assert failed.status == "failed"
     assert failed.error is not None and failed.error.startswith("PlanError")
-    assert failed.plan_raw == "prose two"
+    # json_schema, json_object with the schema, plain text: an answer and a repair each.
+    assert server.count("planner") == 2 + 6
+    assert failed.plan_raw == "still prose"
 
 
 def test_plan_is_cut_to_max_workers() -> None:

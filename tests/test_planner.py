@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from swarmkit.errors import PlanError
-from swarmkit.planner import parse_plan, plan_formats
+from swarmkit.ladder import plan_rungs
+from swarmkit.planner import is_placeholder, parse_plan
 
 
 @pytest.mark.parametrize(
@@ -45,9 +46,56 @@ def test_ten_thousand_tasks_are_cut_to_max_workers() -> None:
 
 
 def test_format_ladder_goes_straight_to_grammar_for_local_servers() -> None:
-    hosted = plan_formats(4, local=False)
-    assert hosted[0] is not None and hosted[0]["json_schema"]["name"] == "swarm_plan"
-    assert hosted[-1] is None
-    local = plan_formats(4, local=True)
-    assert local[0] == {"type": "json_object", "schema": local[0]["schema"]}
-    assert local[0]["schema"]["properties"]["tasks"]["maxItems"] == 4
+    hosted = plan_rungs(4, local=False)
+    assert [r.name for r in hosted] == ["json_schema", "json_object+schema", "json_object", "text"]
+    first = hosted[0].response_format
+    assert first is not None and first["json_schema"]["name"] == "swarm_plan"
+    grammar = hosted[1].response_format
+    assert grammar is not None and set(grammar) == {"type", "schema"}
+    assert grammar["type"] == "json_object"
+    assert [r.after_refusal for r in hosted] == [False, False, True, False]
+    assert hosted[-1].response_format is None
+    local = plan_rungs(4, local=True)
+    assert [r.name for r in local] == ["json_object+schema", "text"]
+    grammar = local[0].response_format
+    assert grammar is not None and grammar["schema"]["properties"]["tasks"]["maxItems"] == 4
+
+
+def test_a_remembered_rung_starts_the_ladder_and_is_tried_even_if_refusal_only() -> None:
+    assert [r.name for r in plan_rungs(4, local=False, start="text")] == ["text"]
+    rest = plan_rungs(4, local=False, start="json_object")
+    assert [(r.name, r.after_refusal) for r in rest] == [("json_object", False), ("text", False)]
+
+
+@pytest.mark.parametrize(
+    "task",
+    ["...", "…", " - ", "task 1", "Sub-task 2", "subtask #3", "Step one", "first sub-task",
+     "<task>", "[Task 4]", "TODO", "tbd", "placeholder", "string", "your task here", "N/A"],
+)
+def test_placeholders_are_recognised(task: str) -> None:
+    assert is_placeholder(task)
+
+
+@pytest.mark.parametrize(
+    "task", ["Mars", "Explain Venus", "Step 1: book the flights", "Task 1 of the audit: list"
+             " the tables", "red", "3D printing basics"],
+)
+def test_real_tasks_are_not_placeholders(task: str) -> None:
+    assert not is_placeholder(task)
+
+
+def test_numbered_and_bulleted_lists_are_read_only_when_asked() -> None:
+    text = "Plan:\n1. Book flights\n2) Find a hotel\n- Pack bags\n* Pack bags\nEnjoy!"
+    with pytest.raises(PlanError):
+        parse_plan(text, 8)
+    parsed = parse_plan(text, 8, lists=True)
+    assert parsed.tasks == ("Book flights", "Find a hotel", "Pack bags")
+    assert parsed.dropped == ("Pack bags",)
+
+
+def test_echoes_of_the_prompt_are_dropped_and_only_echoes_is_a_plan_error() -> None:
+    prompt = "Plan a trip to Rome."
+    parsed = parse_plan('{"tasks": ["plan a trip to rome", "Book flights"]}', 8, echoes=(prompt,))
+    assert parsed.tasks == ("Book flights",)
+    with pytest.raises(PlanError, match="only placeholders or the prompt itself"):
+        parse_plan(f'{{"tasks": ["{prompt}", "..."]}}', 8, echoes=(prompt,))

@@ -41,8 +41,13 @@ from .clients import Endpoint, EndpointClients
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-# llama.cpp answers response_format json_schema with HTTP 500 and this validation text.
-_LLAMA_CPP_FORMAT_REJECTION = "Input should be 'text' or 'json_object'"
+# How servers word a refusal of response_format (their texts: swarmkit/ladder.py), e.g.
+# llama-cpp-python's HTTP 500 "Input should be 'text' or 'json_object'", LM Studio's 400
+# "'response_format.type' must be 'json_schema' or 'text'", vLLM's 400 "The provided JSON
+# schema contains features not supported by xgrammar.".
+_FORMAT_REFUSAL = re.compile(
+    r"response_format|json[ _-]?schema|json_object|structured output|guided|grammar", re.I
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,9 +309,12 @@ class OpenAIProvider:
         detail = detail or one_line(exc.message, 120)
         message = self._scrub(f"HTTP {status} from {endpoint.host}: {detail}")
         retry_after = retry_after_seconds(exc.response.headers)
-        if request.response_format is not None and (
-            (status in (400, 422) and re.search(r"response_format|json_schema", detail, re.I))
-            or (status >= 500 and _LLAMA_CPP_FORMAT_REJECTION in raw)
+        # A 4xx or 5xx that names structured output is a refusal: the planner takes the
+        # next rung at once (retrying a 500 from llama.cpp does not help).
+        if (
+            request.response_format is not None
+            and (status in (400, 415, 422) or status >= 500)
+            and _FORMAT_REFUSAL.search(f"{detail}\n{raw}")
         ):
             kind = request.response_format.get("type", "this")
             return ResponseFormatUnsupported(

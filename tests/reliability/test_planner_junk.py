@@ -1,7 +1,9 @@
 """Whatever the planner answers, the run ends with a clear plan or a one-line PlanError.
 
 Real openai client → FakeServer, whose handler plays the planner's junk on every planner
-attempt (so the one repair request gets junk too) and answers workers normally.
+attempt (so each rung's one repair request gets junk too) and answers workers normally.
+The server takes every response_format, so junk costs three rungs (json_schema,
+json_object with the schema, plain text) of two requests each.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, 
 
 Options = Callable[..., dict[str, Any]]
 MAX_WORKERS = 5
+RUNGS = ["json_schema", "json_schema", "json_object", "json_object", None, None]
+
+
+def _formats(server: FakeServer) -> list[str | None]:
+    return [(r.body.get("response_format") or {}).get("type") for r in server.requests
+            if r.step == "planner"]
 
 
 def _run(options: Options, planner_says: str | None, **extra: Any) -> tuple[Run, FakeServer]:
@@ -34,7 +42,7 @@ def _run(options: Options, planner_says: str | None, **extra: Any) -> tuple[Run,
 
 JUNK = {
     "prose": "Sure! First book flights, then find a hotel, and finally pack your bags.",
-    "prose-with-newlines": "Here is my plan:\n\n1. flights\n2. hotel\n\n<b>Enjoy!</b>",
+    "prose-with-newlines": "Here is my plan:\n\nflights, then\nhotel\n\n<b>Enjoy!</b>",
     "wrong-key": json.dumps({"steps": ["flights", "hotel"]}),
     "tasks-not-a-list": json.dumps({"tasks": "flights and hotel"}),
     "tasks-of-numbers": json.dumps({"tasks": [1, 2, 3]}),
@@ -46,13 +54,13 @@ JUNK = {
 
 
 @pytest.mark.parametrize("name", list(JUNK))
-def test_planner_junk_is_repaired_once_then_fails_with_a_one_line_plan_error(
+def test_planner_junk_is_repaired_once_per_rung_then_fails_with_a_one_line_plan_error(
     name: str, options: Options
 ) -> None:
     run, server = _run(options, JUNK[name])
-    assert server.count("planner") == 2  # the answer, then one repair request
-    repair = [r for r in server.requests if r.step == "planner"][1]
-    assert "could not be used" in repair.body["messages"][-1]["content"]
+    assert _formats(server) == RUNGS  # each rung: the answer, then one repair request
+    repairs = [r for r in server.requests if r.step == "planner"][1::2]
+    assert all("could not be used" in r.body["messages"][-1]["content"] for r in repairs)
     assert server.count("worker-*") == 0
     assert run_problems(run) == []
     assert run.status == "failed" and run.workers == [] and run.plan == []
@@ -65,7 +73,7 @@ def test_planner_junk_is_repaired_once_then_fails_with_a_one_line_plan_error(
 
 def test_empty_task_list_is_a_plan_error_that_says_so(options: Options) -> None:
     run, server = _run(options, json.dumps({"tasks": []}))
-    assert server.count("planner") == 2
+    assert _formats(server) == RUNGS
     assert run.status == "failed"
     assert run.error == "PlanError: the planner returned an empty task list; rephrase the task"
     assert run.plan_raw == '{"tasks": []}'
@@ -100,7 +108,7 @@ def test_near_json_plans_are_read_without_a_repair(
 
 
 def test_ten_thousand_tasks_are_cut_to_max_workers(options: Options) -> None:
-    tasks = [f"task number {i}" for i in range(10_000)]
+    tasks = [f"visit city number {i}" for i in range(10_000)]
     plans: list[PlanReady] = []
 
     class Plans:
