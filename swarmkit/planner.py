@@ -21,6 +21,7 @@ from .events import PlanReady
 from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
 
 if TYPE_CHECKING:
+    from .calls import ChatRequest
     from .engine import Engine
 
 __all__ = [
@@ -186,12 +187,12 @@ def parse_plan(
 
 
 async def _ask(
-    engine: Engine, rung: Rung, messages: list[dict[str, Any]], echoes: tuple[str, ...]
+    engine: Engine, rung: Rung, request: ChatRequest, echoes: tuple[str, ...]
 ) -> tuple[ParsedPlan, str]:
     """One rung: the answer, and one repair if it is unusable. Raises PlanError."""
     cfg = engine.config
     lists = rung.response_format is None
-    request = engine.request("planner", messages, response_format=rung.response_format)
+    messages = list(request.messages)
     raw = (await engine.call("planner", "planner", request)).response.content or ""
     try:
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
@@ -213,15 +214,22 @@ async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
         {"role": "user", "content": task},
     ]
     echoes = (task, system)
-    # A replay must ask what the recording asked, whatever this session learnt.
+    # A replay asks what the recording asked, whatever this session learnt: the rungs
+    # whose request the cassette holds (the recording may have started at a remembered one).
     start = None if cfg.replay else remembered_rung(cfg.planner)
+    recorded = getattr(engine.caller, "recorded", None) if cfg.replay else None
     last_error: SwarmError | None = None
     refused = False
-    for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start):
-        if rung.after_refusal and not refused:
+    ladder = [(rung, engine.request("planner", messages, response_format=rung.response_format))
+              for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start)]
+    if recorded is not None:
+        # Nothing recorded: the first rung's ReplayMiss says what the cassette holds.
+        ladder = [step for step in ladder if recorded(step[1])] or ladder[:1]
+    for rung, request in ladder:
+        if recorded is None and rung.after_refusal and not refused:
             continue
         try:
-            parsed, raw = await _ask(engine, rung, messages, echoes)
+            parsed, raw = await _ask(engine, rung, request, echoes)
         except ResponseFormatUnsupported as exc:
             last_error, refused = exc, True
             continue

@@ -133,6 +133,10 @@ class CallStore:
     def replaying(self) -> bool:
         return self.player is not None
 
+    def recorded(self, request: ChatRequest) -> bool | None:
+        """In replay, whether the cassette holds ``request``; None when not replaying."""
+        return None if self.player is None else self.player.recorded(request)
+
     def engine_options(self) -> dict[str, Any]:
         """Engine arguments: in replay, the recorded run id, date and duration."""
         if self.player is None:

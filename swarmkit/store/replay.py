@@ -118,6 +118,10 @@ class Player:
             step=key.step, closest=closest or None,
         )
 
+    def recorded(self, request: ChatRequest) -> bool:
+        """Whether the cassette holds this request (any step, any occurrence)."""
+        return request.fingerprint() in self._by_fingerprint
+
     def _miss(self, request: ChatRequest, step: str) -> ReplayMiss:
         role = step.split("-", 1)[0]
         candidates = ([c for c in self.cassette.calls if c.step == step]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,3 +247,27 @@ def test_a_remembered_rung_that_stops_working_goes_on_down(options: Options) -> 
                                                             else "{}"), server=server)
     assert seen == ["json_object+schema", "json_object+schema", "text"]
     _completed_with(run, PLANETS)
+
+
+def test_replay_asks_the_rungs_the_recording_asked_whatever_this_session_learnt(
+    options: Options, tmp_path: Path
+) -> None:
+    def script(step: str, _: int) -> Reply:
+        return FakeReply(PLANETS_JSON) if step == "text" else LITELLM
+
+    from_top, from_text = str(tmp_path / "top.swarm.json"), str(tmp_path / "text.swarm.json")
+    with FakeServer() as server:
+        server.handler = lambda request: (script(rung(request), 0) if request.step == "planner"
+                                          else default_reply(request))
+        recorded_top = swarmkit.run_sync(TASK, **options(server, model="m", record=from_top))
+        # This session now starts at text: recorded so, that run asks one planner request.
+        recorded_text = swarmkit.run_sync(TASK, **options(server, model="m", record=from_text))
+        assert [c.step for c in recorded_text.calls].count("planner") == 1
+        replayed_top = swarmkit.run_sync(TASK, **options(server, model="m", replay=from_top))
+        forget_rungs()  # a new session, which never saw this server
+        replayed_text = swarmkit.run_sync(TASK, **options(server, model="m", replay=from_text))
+    for recorded, replayed in ((recorded_top, replayed_top), (recorded_text, replayed_text)):
+        assert replayed.status == "completed", replayed.error
+        assert replayed.plan == recorded.plan == PLANETS
+        assert [c.step for c in replayed.calls] == [c.step for c in recorded.calls]
+        assert {c.source for c in replayed.calls} == {"replay"}

