@@ -35,7 +35,7 @@ from swarmkit.local import gguf_path
 from swarmkit.planner import is_placeholder
 from swarmkit.provider import OpenAIProvider
 from swarmkit.run import Run
-from swarmkit.testing import run_problems
+from swarmkit.testing import run_problems, wait_until
 
 pytestmark = pytest.mark.local
 
@@ -63,22 +63,21 @@ class UserServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def answers(self) -> bool:
+        try:
+            with _opener.open(f"{self.base_url}/models", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
     def wait_ready(self) -> UserServer:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if self.process.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-500:]
-                raise RuntimeError(f"llama_cpp.server exited: {tail}")
-            try:
-                with _opener.open(f"{self.base_url}/models", timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"llama_cpp.server did not answer in {STARTUP_SECONDS} s")
-            time.sleep(0.2)
+        ready = wait_until(lambda: self.process.poll() is not None or self.answers(),
+                           timeout=STARTUP_SECONDS, interval=0.2)
+        if not ready or self.process.poll() is not None:
+            self.stop()
+            tail = self.log.read_text(errors="replace")[-500:]
+            raise RuntimeError(f"llama_cpp.server did not start: {tail}")
+        return self
 
     def stop(self) -> None:
         if self.process.poll() is None:
