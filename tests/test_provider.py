@@ -18,6 +18,7 @@ from swarmkit.errors import ConfigError, ProviderError, ResponseFormatUnsupporte
 from swarmkit.events import CallRetried, CallStarted, Event
 from swarmkit.provider import OpenAIProvider, ProviderResult
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
+from swarmkit.testing.faults import FORMAT_REFUSALS
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-SECRET-4242-must-not-leak"
@@ -331,6 +332,35 @@ def test_400_about_response_format_is_response_format_unsupported(server: FakeSe
     with pytest.raises(ResponseFormatUnsupported):
         complete(server, request)
     assert server.count() == 1
+
+
+@pytest.mark.parametrize("name", list(FORMAT_REFUSALS))
+def test_each_servers_refusal_of_response_format_is_unsupported_at_once(
+    server: FakeServer, name: str
+) -> None:
+    server.add_fault(Fault.format_refusal(name))
+    request = ChatRequest(model="m", messages=MESSAGES, response_format=PLAN_FORMAT)
+    with pytest.raises(ResponseFormatUnsupported) as caught:
+        complete(server, request)
+    assert caught.value.status == FORMAT_REFUSALS[name][0]
+    assert caught.value.attempts == 1 == server.count()  # a 500 here is not retried
+    assert "\n" not in str(caught.value)
+
+
+def test_the_same_refusal_without_response_format_is_an_ordinary_error(
+    server: FakeServer,
+) -> None:
+    server.add_fault(Fault.format_refusal("lm-studio"))
+    with pytest.raises(ProviderError) as caught:
+        complete(server)
+    assert not isinstance(caught.value, ResponseFormatUnsupported)
+    assert caught.value.status == 400
+
+
+def test_a_500_that_does_not_name_the_format_is_retried(server: FakeServer) -> None:
+    server.add_fault(FaultRule(Fault.status(500), attempts=1))
+    request = ChatRequest(model="m", messages=MESSAGES, response_format=PLAN_FORMAT)
+    assert complete(server, request).attempts == 2
 
 
 # keys --------------------------------------------------------------------------------------

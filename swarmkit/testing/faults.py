@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Fault", "FaultKind", "FaultRule"]
+__all__ = ["FORMAT_REFUSALS", "Fault", "FaultKind", "FaultRule"]
 
 FaultKind = Literal[
     "status", "html", "drop", "stall", "malformed", "stream_cut", "stream_error"
@@ -25,6 +25,36 @@ LLAMA_CPP_JSON_SCHEMA_BODY = (
     "CreateChatCompletionRequest\\nresponse_format.type\\n  Input should be 'text' or "
     "'json_object' [type=literal_error, input_value='json_schema', input_type=str]\"}}"
 )
+
+# How each server refuses a response_format it does not take: (status, body) as sent.
+FORMAT_REFUSALS: dict[str, tuple[int, str]] = {
+    # llama-cpp-python 0.3, json_schema: its pydantic error with the traceback it appends.
+    "llama-cpp-python": (500, json.dumps({"error": {
+        "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+        "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+        "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File "
+        '"/usr/lib/python3/site-packages/llama_cpp/server/app.py", line 376, in '
+        "create_chat_completion\n    POST /v1/chat/completions",
+        "type": "internal_server_error", "param": None, "code": None}})),
+    # llama.cpp's C++ llama-server before json_schema support (and ik_llama.cpp).
+    "llama-server": (500, json.dumps({"error": {
+        "code": 500, "type": "server_error",
+        "message": 'response_format type must be one of "text" or "json_object", '
+        "but got: json_schema"}})),
+    # LM Studio 0.3, json_object: the error is a bare string.
+    "lm-studio": (400, json.dumps(
+        {"error": "'response_format.type' must be 'json_schema' or 'text'"})),
+    # vLLM, a schema its grammar backend cannot compile; its own error shape.
+    "vllm": (400, json.dumps({
+        "object": "error", "message": "The provided JSON schema contains features not "
+        "supported by xgrammar.", "type": "BadRequestError", "param": None, "code": 400})),
+    # LiteLLM's proxy in front of a model without JSON mode: any response_format.
+    "litellm": (400, json.dumps({"error": {
+        "message": "litellm.UnsupportedParamsError: ollama does not support parameters: "
+        "['response_format'], for model=llama2. To drop these, set `litellm.drop_params=True` "
+        "or for proxy:\n\n`litellm_settings:\n drop_params: true`\n",
+        "type": "None", "param": "None", "code": "400"}})),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +113,12 @@ class Fault:
     def llama_cpp_json_schema(cls) -> Fault:
         """llama.cpp's answer to ``response_format`` of type json_schema: HTTP 500."""
         return cls("status", http_status=500, body=LLAMA_CPP_JSON_SCHEMA_BODY)
+
+    @classmethod
+    def format_refusal(cls, server: str) -> Fault:
+        """How ``server`` (a key of FORMAT_REFUSALS) refuses a response_format."""
+        status, body = FORMAT_REFUSALS[server]
+        return cls("status", http_status=status, body=body)
 
     def html_page(self) -> str:
         reason = _REASONS.get(self.http_status, "Error")

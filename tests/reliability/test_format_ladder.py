@@ -29,32 +29,11 @@ PLANETS_LIST = (
     "Here is the plan:\n1. Explain Mercury\n2. Explain Venus\n3. Explain Earth\n4. Explain Mars"
 )
 
-# llama-cpp-python 0.3 (HTTP 500), its pydantic error with the traceback it appends.
-LLAMA_CPP_PYTHON = Fault.status(500, body=json.dumps({"error": {
-    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
-    "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
-    "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File "
-    '"/usr/lib/python3/site-packages/llama_cpp/server/app.py", line 376, in '
-    "create_chat_completion\n    POST /v1/chat/completions",
-    "type": "internal_server_error", "param": None, "code": None}}))
-# llama.cpp's C++ llama-server before json_schema support (and ik_llama.cpp): HTTP 500.
-LLAMA_SERVER = Fault.status(500, body=json.dumps({"error": {
-    "code": 500, "type": "server_error",
-    "message": 'response_format type must be one of "text" or "json_object", '
-    "but got: json_schema"}}))
-# LM Studio 0.3: HTTP 400 with the error as a bare string.
-LM_STUDIO = Fault.status(400, body=json.dumps(
-    {"error": "'response_format.type' must be 'json_schema' or 'text'"}))
-# vLLM: HTTP 400 in its own error shape, for a schema its grammar backend cannot compile.
-VLLM = Fault.status(400, body=json.dumps({
-    "object": "error", "message": "The provided JSON schema contains features not supported "
-    "by xgrammar.", "type": "BadRequestError", "param": None, "code": 400}))
-# LiteLLM's proxy in front of a model without JSON mode: HTTP 400 for any response_format.
-LITELLM = Fault.status(400, body=json.dumps({"error": {
-    "message": "litellm.UnsupportedParamsError: ollama does not support parameters: "
-    "['response_format'], for model=llama2. To drop these, set `litellm.drop_params=True` "
-    "or for proxy:\n\n`litellm_settings:\n drop_params: true`\n",
-    "type": "None", "param": "None", "code": "400"}}))
+LLAMA_CPP_PYTHON = Fault.format_refusal("llama-cpp-python")
+LLAMA_SERVER = Fault.format_refusal("llama-server")
+LM_STUDIO = Fault.format_refusal("lm-studio")
+VLLM = Fault.format_refusal("vllm")
+LITELLM = Fault.format_refusal("litellm")
 
 
 def rung(request: FakeRequest) -> str:
