@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from swarmkit.config import SwarmConfig
 from swarmkit.events import CallStarted, RateLimitWait
 from swarmkit.live import MAX_ROWS, SECTIONS, LiveState
@@ -9,6 +11,11 @@ from swarmkit.liveview import render_changed, render_section
 from swarmkit.testing.synthetic import synthetic_events
 
 CONFIG = SwarmConfig().with_options(model="gpt-4.1-mini", workers=200, concurrency=20)
+
+
+def _shown(html: str) -> list[int]:
+    """The worker index of each body row of a rendered table."""
+    return [int(n) for n in re.findall(r'<tr[^>]*><td class="sk-num">(\d+)</td>', html)]
 
 
 def _fold(events: list[object]) -> LiveState:
@@ -30,8 +37,8 @@ def test_big_runs_show_running_workers_first_then_latest_finished() -> None:
     running = list(state.running)
     assert running
     html = render_section(state, "workers")
-    assert html.count("<tr>") == MAX_ROWS + 1
-    shown = [int(cell.split("</td>")[0]) for cell in html.split("<tr><td>")[1:]]
+    shown = _shown(html)
+    assert len(shown) == MAX_ROWS
     assert shown[: len(running)] == running[:MAX_ROWS]
     assert shown[len(running)] == state.recent[-1]  # newest finished right after running
     assert "running first, then the latest finished" in html
@@ -44,9 +51,8 @@ def test_small_runs_show_every_worker_in_index_order_including_pending() -> None
     for event in synthetic_events(5, concurrency=2)[:8]:
         state.apply(event)
     html = render_section(state, "workers")
-    shown = [int(cell.split("</td>")[0]) for cell in html.split("<tr><td>")[1:]]
-    assert shown == [1, 2, 3, 4, 5]
-    assert "<td>pending</td>" in html and "showing" not in html
+    assert _shown(html) == [1, 2, 3, 4, 5]
+    assert '<td class="sk-st-pending">pending</td>' in html and "showing" not in html
 
 
 def test_waiting_workers_are_labelled_and_counted() -> None:
@@ -55,7 +61,7 @@ def test_waiting_workers_are_labelled_and_counted() -> None:
     state.apply(CallStarted("worker-1", 1, "m", t=1.0))
     state.apply(RateLimitWait("worker-1", True, t=1.0))
     html = render_section(state, "workers")
-    assert "<td>waiting (rate limit)</td>" in html
+    assert '<td class="sk-st-waiting">waiting (rate limit)</td>' in html
     assert "1 waiting (rate limit)" in html
 
 

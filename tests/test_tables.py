@@ -76,7 +76,7 @@ def test_unknown_cost_shows_unknown_never_zero() -> None:
     assert "cost unknown" in data["text/html"]
     assert metadata["swarmkit"]["cost_usd"] == "unknown"
     rows = RunTables(run).worker_rows()
-    assert all(row[7] == "unknown" for row in rows)
+    assert all(row[8] == "unknown" for row in rows)
 
 
 def test_metadata_holds_key_variable_names_not_key_values(
@@ -89,10 +89,15 @@ def test_metadata_holds_key_variable_names_not_key_values(
     assert metadata["swarmkit"]["parameters"]["worker"]["api_key_env"] == ["OPENAI_API_KEY"]
 
 
+def _worker_table(page: str) -> str:
+    """The worker table of a rendered page."""
+    return page.split('class="sk-table sk-workers"', 1)[1].split("</table>", 1)[0]
+
+
 def test_many_workers_scroll_inside_the_output() -> None:
     page = synthetic_run(50, concurrency=20).tables().html()
-    assert 'overflow:auto' in page
-    assert page.count("<tr>") == 51  # up to DISPLAY_ROWS, every worker is in the table
+    assert '<div class="sk-scroll" style="max-height:420px;overflow:auto">' in page
+    assert _worker_table(page).count("<tr") == 51  # up to DISPLAY_ROWS, every worker
 
 
 # render_table: the fast layout must equal tabulate's, byte for byte ---------------------
@@ -132,7 +137,8 @@ def test_a_long_run_displays_the_first_last_and_unfinished_workers_and_keeps_the
     assert "(9 more)" in text and "(29 more)" in text and "(5 more)" in text
     assert "workers: 28 of 100 shown" in text and "worker_table() has them all" in text
     page = tables.html()
-    assert "workers: 28 of 100 shown" in page and page.count("<tr>") == 1 + 28 + 4
+    assert "workers: 28 of 100 shown" in page and _worker_table(page).count("<tr") == 1 + 28 + 4
+    assert _worker_table(page).count("<details>") == 28  # every shown row opens, no more
     full = tables.worker_table()  # asked for by name: every row
     assert len(full.splitlines()) == 2 + 100 and "…" not in full
 
