@@ -53,12 +53,12 @@ def _pre(text: str, limit: int, where: str) -> str:
     return f"<pre>{_esc(cut(text, limit, where))}</pre>"
 
 
-def _messages(messages: Sequence[Mapping[str, Any]], where: str) -> str:
+def _messages(messages: Sequence[Mapping[str, Any]], where: str, limit: int) -> str:
     out = []
     for message in messages:
         role = str(message.get("role", "?"))
         out.append(f"<div><i>{_esc(role)}</i>"
-                   f"{_pre(str(message.get('content') or ''), MAX_MESSAGE_CHARS, where)}</div>")
+                   f"{_pre(str(message.get('content') or ''), limit, where)}</div>")
     return "".join(out)
 
 
@@ -83,19 +83,24 @@ def worker_body(
     tool_total: int,
     failure: Failure | None,
     where: str,
+    output_limit: int = MAX_OUTPUT_CHARS,
+    message_limit: int = MAX_MESSAGE_CHARS,
 ) -> str:
-    """The inside of worker ``index``'s drill-down; ``where`` names how to reach it whole."""
+    """The inside of worker ``index``'s drill-down; ``where`` names how to reach it whole.
+
+    The live view passes smaller limits: it re-sends the section on every push.
+    """
     parts = [f"<div class=\"sk-drill\"><b>sub-task {index}</b>"
              f"<pre>{_esc(cut(task, MAX_OUTPUT_CHARS, where))}</pre>"]
     if failure is not None and (failure.error or failure.hint):
         parts.append(f'<b>error</b><pre class="sk-error">{_esc(failure.line)}</pre>')
     if messages:
-        parts.append(f"<b>messages sent</b>{_messages(messages, where)}")
+        parts.append(f"<b>messages sent</b>{_messages(messages, where, message_limit)}")
     if tool_total:
         listed = _tool_calls(tool_calls, tool_total, where)
         parts.append(f"<b>tool calls ({tool_total})</b>{listed}")
     if output is not None:
-        text = cut(output, MAX_OUTPUT_CHARS, f"{where}.output")
+        text = cut(output, output_limit, f"{where}.output")
         parts.append(f'<b>output</b><div class="sk-md">{markdown_html(text)}</div>')
     parts.append("</div>")
     return "".join(parts)

@@ -29,6 +29,10 @@ MAX_PLAN_ITEMS = 50
 MAX_REDUCER_CHARS = 20_000
 _WAITING = "waiting (rate limit)"
 _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+# The live drill-down is re-sent with its section on every push (up to 10 a second): it
+# is cut shorter than the static one, which the cell keeps once the run ends.
+_LIVE_OUTPUT_CHARS = 1_000
+_LIVE_MESSAGE_CHARS = 300
 _OPEN = f'<div class="swarmkit" style="{_BOX}">'
 _WORKER_HEAD = ("worker", "task", "status", "why", "attempts", "retries", "tokens in",
                 "tokens out", "cost", "latency", "tools")
@@ -197,6 +201,7 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
         index=worker.index, task=worker.task, messages=messages,
         output=None if record is None else record.output, tool_calls=worker.tool_records,
         tool_total=worker.tools, failure=failure, where=f"_swarm.worker({worker.index})",
+        output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS,
     )
     return Markup(details(summary, body, title=worker.task), summary)
 

@@ -69,3 +69,60 @@ def test_plan_list_is_capped() -> None:
     state = _fold(synthetic_events(200, concurrency=20)[:10])
     html = render_section(state, "plan")
     assert "plan: 200 sub-tasks" in html and "… 150 more" in html
+
+
+def test_the_header_says_done_running_and_failed_plainly() -> None:
+    config = SwarmConfig().with_options(model="m", workers=10)
+    state = LiveState(task="t", config=config)
+    events = synthetic_events(10, concurrency=3, fail_every=4)
+    for event in events[: len(events) * 2 // 3]:
+        state.apply(event)
+    done = state.finished
+    failed = sum(n for label, n in state.counts.items() if label.startswith("failed"))
+    assert failed and state.phase == "running"
+    expected = f"{done}/10 done · {len(state.running)} running · {failed} failed"
+    assert state.status == expected and expected in render_section(state, "header")
+
+
+def test_a_failed_worker_says_why_and_its_row_is_marked() -> None:
+    state = _fold(synthetic_events(5, concurrency=5, fail_every=5))
+    html = render_section(state, "workers")
+    row = html.split('<tr class="sk-failed">', 1)[1].split("</tr>", 1)[0]
+    assert "failed (provider)" in row and 'class="sk-st-failed"' in row
+    assert "ProviderError: HTTP 500 after retries — the server failed" in row
+
+
+def test_attempts_and_retries_agree_at_every_event_and_with_the_static_table() -> None:
+    events = synthetic_events(9, concurrency=3, retry_every=2, tool_every=3, fail_every=4)
+    state = LiveState(task="t", config=CONFIG)
+    for event in events:
+        state.apply(event)
+        for w in state.workers.values():
+            in_flight = 1 if w.attempt else 0
+            assert w.attempts == w.calls + in_flight + w.shown_retries
+            assert w.shown_retries == w.retries  # every retry announced is counted
+    from swarmkit.run import RunRecorder
+
+    recorder = RunRecorder()
+    for event in events:
+        recorder.on_event(event)
+    assert recorder.run is not None
+    for record in recorder.run.workers:
+        live = state.workers[record.index]
+        assert (live.attempts, live.shown_retries) == (record.attempts,
+                                                       record.attempts - record.calls)
+
+
+def test_a_finished_row_opens_on_its_escaped_output() -> None:
+    from dataclasses import replace
+
+    from swarmkit.events import WorkerFinished
+
+    events = synthetic_events(3, concurrency=3)
+    hostile = "<script>alert(1)</script> **bold**"
+    events = [replace(e, worker=replace(e.worker, output=hostile))
+              if isinstance(e, WorkerFinished) else e for e in events]
+    html = render_section(_fold(events), "workers")
+    assert html.count("<details>") == 3 and "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; <b>bold</b>" in html
+    assert "messages sent" in html and "Your sub-task (1 of 3)" in html
