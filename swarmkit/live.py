@@ -117,6 +117,7 @@ class LiveState:
         self.now = 0.0
         self.plan: tuple[str, ...] = ()
         self.plan_cut_from: int | None = None
+        self.plan_raw = ""  # the planner's reply, for the plan's drill-down
         self.workers: dict[int, WorkerLive] = {}
         self.running: dict[int, None] = {}  # insertion-ordered set: oldest first
         self.recent: deque[int] = deque(maxlen=MAX_ROWS)
@@ -135,6 +136,9 @@ class LiveState:
         self.tool_errors = 0
         self.tools: deque[ToolCallRecord] = deque(maxlen=MAX_TOOL_ROWS)
         self.reducer_inputs: int | None = None
+        self.reduced: tuple[int, ...] = ()  # the workers the reducer was given
+        self.reducer_prompt = config.reducer_prompt
+        self.reducer_input_html = ""  # rendered once by liveview: the input never changes
         self.reducer_text: list[str] = []
         self.reducer_attempt = 1
         self.dirty: set[str] = set(SECTIONS)
@@ -168,6 +172,7 @@ class LiveState:
                                for role, model in self.models.items()}
             case PlanReady():
                 self.plan, self.plan_cut_from = event.tasks, event.truncated_from
+                self.plan_raw = event.raw
                 self.phase = "running"
                 self.dirty.update(("plan", "workers"))
             case CallStarted():
@@ -207,6 +212,7 @@ class LiveState:
                 self._worker_finished(event.worker)
             case ReducerStarted():
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)
+                self.reduced = event.inputs
                 self.dirty.add("reducer")
             case ReducerDelta():
                 if event.attempt != self.reducer_attempt:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 
-from .drilldown import details, worker_body
+from .drilldown import cut, details, worker_body
 from .failures import Failure, failure_of
 from .live import MAX_ROWS, SECTIONS, LiveState, WorkerLive
 from .tablefmt import Markup, clipped, html_table
@@ -114,12 +114,18 @@ def _budget(state: LiveState) -> str:
 def _plan(state: LiveState) -> str:
     if not state.plan:
         return f"{_OPEN}plan: waiting for the planner…</div>"
-    cut = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
+    cut_note = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
     items = "".join(f"<li>{_esc(clip(t, 140))}</li>" for t in state.plan[:MAX_PLAN_ITEMS])
     more = len(state.plan) - MAX_PLAN_ITEMS
     more_note = f"<li>… {more} more</li>" if more > 0 else ""
-    return (f'{_OPEN}<details><summary>plan: {len(state.plan)} sub-tasks{cut}'
-            f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details></div>')
+    raw = ""
+    if state.plan_raw:
+        where = "_swarm.plan_raw"
+        raw = details(f"planner's raw reply ({len(state.plan_raw):,} characters)",
+                      f"<pre>{_esc(cut(state.plan_raw, _LIVE_OUTPUT_CHARS, where))}</pre>",
+                      css="sk-planner")
+    return (f'{_OPEN}<details><summary>plan: {len(state.plan)} sub-tasks{cut_note}'
+            f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details>{raw}</div>')
 
 
 def _visible_workers(state: LiveState) -> list[WorkerLive]:
@@ -226,7 +232,8 @@ def _reducer(state: LiveState) -> str:
     if len(text) > MAX_REDUCER_CHARS:
         text = "…" + text[-MAX_REDUCER_CHARS:]
     inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
-    return (f'{_OPEN}<b>reducer</b>{inputs}<div style="white-space:pre-wrap;'
+    return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}'
+            '<div style="white-space:pre-wrap;'
             f"max-height:320px;overflow:auto;border-left:3px solid {COLOURS['rule'].css};"
             f'padding-left:6px">{_esc(text)}</div></div>')
 
@@ -239,3 +246,24 @@ _RENDERERS = {
     "tools": _tools,
     "reducer": _reducer,
 }
+
+
+def _reducer_input(state: LiveState) -> str:
+    """The messages the reducer was sent, expandable, each cut short."""
+    if not state.reduced or state.reducer_input_html:
+        return state.reducer_input_html
+    from .reducer import reducer_messages
+
+    inputs = []
+    for index in state.reduced:
+        worker = state.workers.get(index)
+        if worker is not None and worker.record is not None:
+            inputs.append((index, worker.task, worker.record.output or ""))
+    where = "_swarm.reduced and _swarm.workers"
+    body = "".join(
+        f"<div><i>{_esc(m['role'])}</i>"
+        f"<pre>{_esc(cut(m['content'], _LIVE_OUTPUT_CHARS * 2, where))}</pre></div>"
+        for m in reducer_messages(state.reducer_prompt, state.task, inputs))
+    state.reducer_input_html = details(f"reducer's input ({len(inputs)} workers)",
+                                       f'<div class="sk-drill">{body}</div>', css="sk-reducer")
+    return state.reducer_input_html

@@ -126,3 +126,13 @@ def test_a_finished_row_opens_on_its_escaped_output() -> None:
     assert html.count("<details>") == 3 and "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; <b>bold</b>" in html
     assert "messages sent" in html and "Your sub-task (1 of 3)" in html
+
+
+def test_the_planner_reply_and_the_reducer_input_open_live_too() -> None:
+    events = synthetic_events(3, concurrency=3)
+    state = _fold(events)
+    plan = render_section(state, "plan")
+    assert "planner&#x27;s raw reply" in plan and "{&quot;tasks&quot;: [...]}" in plan
+    reducer = render_section(state, "reducer")
+    assert "reducer&#x27;s input (3 workers)" in reducer
+    assert "Worker 2 (sub-task: Sub-task 2" in reducer and "Findings of worker 3." in reducer
