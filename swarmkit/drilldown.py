@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_MESSAGE_CHARS", "MAX_OUTPUT_CHARS", "MAX_TOOL_CALLS", "cut", "details",
-    "planner_details", "reducer_details", "run_worker_messages", "worker_body",
+    "planner_details", "reducer_details", "reducer_input", "run_worker_messages", "worker_body",
     "worker_details",
 ]
 
@@ -147,19 +147,24 @@ def planner_details(run: Run) -> str:
                    css="sk-planner")
 
 
-def reducer_details(run: Run) -> str:
-    """The reducer's input (the messages it was sent), expandable; empty if none."""
-    if not run.reduced or "reducer_prompt" not in run.config:
-        return ""
+def reducer_input(
+    prompt: str, task: str, inputs: list[tuple[int, str, str]], limit: int, where: str,
+) -> str:
+    """The messages the reducer was sent (``inputs``: index, sub-task, output), expandable."""
     from .reducer import reducer_messages
 
+    body = "".join(f"<div><i>{_esc(m['role'])}</i>{_pre(m['content'], limit, where)}</div>"
+                   for m in reducer_messages(prompt, task, inputs))
+    return details(f"reducer's input ({len(inputs)} workers)",
+                   f'<div class="sk-drill">{body}</div>', css="sk-reducer")
+
+
+def reducer_details(run: Run) -> str:
+    """The reducer's input of a finished run, expandable; empty if it got none."""
+    if not run.reduced or "reducer_prompt" not in run.config:
+        return ""
     by_index = {w.index: w for w in run.workers}
     inputs = [(i, by_index[i].task, by_index[i].output or "") for i in run.reduced
               if i in by_index]
-    messages = reducer_messages(str(run.config["reducer_prompt"]), run.task, inputs)
-    where = "run.reduced and run.workers"
-    body = "".join(
-        f"<div><i>{_esc(m['role'])}</i>{_pre(m['content'], MAX_REDUCER_INPUT_CHARS, where)}</div>"
-        for m in messages)
-    return details(f"reducer's input ({len(inputs)} workers)",
-                   f'<div class="sk-drill">{body}</div>', css="sk-reducer")
+    return reducer_input(str(run.config["reducer_prompt"]), run.task, inputs,
+                         MAX_REDUCER_INPUT_CHARS, "run.reduced and run.workers")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 
-from .drilldown import cut, details, worker_body
+from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
 from .live import MAX_ROWS, SECTIONS, LiveState, WorkerLive
 from .tablefmt import Markup, clipped, html_table
@@ -249,21 +249,15 @@ _RENDERERS = {
 
 
 def _reducer_input(state: LiveState) -> str:
-    """The messages the reducer was sent, expandable, each cut short."""
+    """The messages the reducer was sent, expandable, each cut short; rendered once."""
     if not state.reduced or state.reducer_input_html:
         return state.reducer_input_html
-    from .reducer import reducer_messages
-
     inputs = []
     for index in state.reduced:
         worker = state.workers.get(index)
         if worker is not None and worker.record is not None:
             inputs.append((index, worker.task, worker.record.output or ""))
-    where = "_swarm.reduced and _swarm.workers"
-    body = "".join(
-        f"<div><i>{_esc(m['role'])}</i>"
-        f"<pre>{_esc(cut(m['content'], _LIVE_OUTPUT_CHARS * 2, where))}</pre></div>"
-        for m in reducer_messages(state.reducer_prompt, state.task, inputs))
-    state.reducer_input_html = details(f"reducer's input ({len(inputs)} workers)",
-                                       f'<div class="sk-drill">{body}</div>', css="sk-reducer")
+    state.reducer_input_html = reducer_input(
+        state.reducer_prompt, state.task, inputs, _LIVE_OUTPUT_CHARS * 2,
+        "_swarm.reduced and _swarm.workers")
     return state.reducer_input_html
