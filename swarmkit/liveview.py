@@ -34,7 +34,7 @@ _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 _LIVE_OUTPUT_CHARS = 1_000
 _LIVE_MESSAGE_CHARS = 300
 _OPEN = f'<div class="swarmkit" style="{_BOX}">'
-_WORKER_HEAD = ("worker", "task", "status", "why", "attempts", "retries", "tokens in",
+_WORKER_HEAD = ("worker", "status", "task", "why", "attempts", "retries", "tokens in",
                 "tokens out", "cost", "latency", "tools")
 
 
@@ -181,7 +181,7 @@ def _workers(state: LiveState) -> str:
             latency = ""
         failure = _failure(w)
         why = clipped(failure.line, 60) if failure is not None else ""
-        cells.append((w.index, _task_cell(state, w, failure), _status_of(w), why,
+        cells.append((w.index, _status_of(w), _task_cell(state, w, failure), why,
                       w.attempts, w.shown_retries, format_tokens(w.prompt_tokens),
                       format_tokens(w.completion_tokens), format_cost(w.cost), latency,
                       w.tools))

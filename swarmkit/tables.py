@@ -65,8 +65,9 @@ class RunTables:
         "worker", "task", "status", "calls", "attempts", "retries", "tokens in",
         "tokens out", "cost", "latency", "tools",
     )
-    # The HTML table also says why a worker did not complete, on its row.
-    HTML_WORKER_HEADERS = (*WORKER_HEADERS[:3], "why", *WORKER_HEADERS[3:])
+    # The HTML table also says why a worker did not complete, on its row; the status
+    # comes first, so a narrow window shows it before the table scrolls sideways.
+    HTML_WORKER_HEADERS = ("worker", "status", "task", "why", *WORKER_HEADERS[3:])
     TOOL_HEADERS = ("worker", "hop", "tool", "arguments", "result", "error", "duration")
     ROLE_HEADERS = ROLE_HEADERS
 
@@ -240,10 +241,11 @@ class RunTables:
             task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
                                          summary), summary)
             why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
-            return (cells[0], task, cells[2], why, *cells[3:])
+            return (cells[0], cells[2], task, why, *cells[3:])
 
-        rows = rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))
-        classes = [row_class(str(r[2])) if r[0] != "…" else "sk-gap" for r in rows]
+        rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
+                for r in rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))]
+        classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
         return html_table(rows, self.HTML_WORKER_HEADERS, classes, css="sk-workers",
                           tall=len(rows) > _SCROLL_ROWS)
 

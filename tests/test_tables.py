@@ -277,7 +277,7 @@ def test_text_columns_are_left_aligned_and_numbers_right_aligned() -> None:
     assert ".sk-num{text-align:right" in STYLE
     first = _worker_table(page).split("<tr")[2]
     assert first.startswith(' class="sk-completed"><td class="sk-num">1</td>'
-                            '<td class="sk-task">')
+                            '<td class="sk-st-completed">completed</td><td class="sk-task">')
     assert 'class="sk-scroll"' in page  # the table scrolls sideways in its own box
 
 
