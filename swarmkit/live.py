@@ -13,7 +13,7 @@ by status, so a 1,000-worker run costs the display what a 50-worker one does.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -39,10 +39,12 @@ from .records import ToolCallRecord, WorkerRecord, worker_of_step
 if TYPE_CHECKING:
     from .config import SwarmConfig
 
-__all__ = ["MAX_ROWS", "MAX_TOOL_ROWS", "SECTIONS", "LiveState", "WorkerLive"]
+__all__ = ["MAX_ROWS", "MAX_TOOL_ROWS", "MAX_WORKER_TOOLS", "SECTIONS", "LiveState",
+           "WorkerLive"]
 
 MAX_ROWS = 50
 MAX_TOOL_ROWS = 20
+MAX_WORKER_TOOLS = 10  # tool calls kept per worker for its drill-down
 SECTIONS = ("header", "budget", "plan", "workers", "tools", "reducer")
 _FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "failed",
                  "cancelled": "cancelled"}
@@ -65,7 +67,9 @@ class WorkerLive:
     status: str = "pending"
     attempts_done: int = 0  # attempts of this worker's finished calls
     attempt: int = 0  # the attempt of the call in flight
-    retries: int = 0
+    retries: int = 0  # CallRetried events seen
+    calls: int = 0  # finished calls
+    retries_done: int = 0  # ``retries`` when the last call finished
     waiting: bool = False
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
@@ -73,14 +77,27 @@ class WorkerLive:
     started: float | None = None
     latency: float | None = None  # set once finished
     tools: int = 0
+    fail_status: int | None = None  # HTTP status of its last failed call
+    record: WorkerRecord | None = None  # set once finished: what its drill-down shows
+    tool_records: list[ToolCallRecord] = field(default_factory=list)
 
     @property
     def attempts(self) -> int:
-        return self.attempts_done + self.attempt
+        """Requests sent, the one in flight included; a retry already announced counts."""
+        if not self.attempt:
+            return self.attempts_done
+        return self.attempts_done + max(self.attempt, 1 + self.retries - self.retries_done)
+
+    @property
+    def shown_retries(self) -> int:
+        """Retries as every view shows them: attempts past each call's first."""
+        return max(0, self.attempts - self.calls - (1 if self.attempt else 0))
 
     def finish(self, record: WorkerRecord) -> None:
         self.status = record.status_label
+        self.record = record
         self.attempts_done, self.attempt = record.attempts, 0
+        self.calls, self.retries_done = record.calls, self.retries
         self.prompt_tokens = record.usage.prompt_tokens
         self.completion_tokens = record.usage.completion_tokens
         self.cost, self.latency, self.tools = record.cost_usd, record.latency, record.tool_calls
@@ -93,12 +110,14 @@ class LiveState:
     def __init__(self, *, task: str, config: SwarmConfig) -> None:
         self.task = task
         self.models = config.models
+        self.system_prompt = config.system_prompt  # worker messages, for the drill-down
         self.phase = "starting"
         self.error: str | None = None
         self.cancelling = False
         self.now = 0.0
         self.plan: tuple[str, ...] = ()
         self.plan_cut_from: int | None = None
+        self.plan_raw = ""  # the planner's reply, for the plan's drill-down
         self.workers: dict[int, WorkerLive] = {}
         self.running: dict[int, None] = {}  # insertion-ordered set: oldest first
         self.recent: deque[int] = deque(maxlen=MAX_ROWS)
@@ -117,6 +136,9 @@ class LiveState:
         self.tool_errors = 0
         self.tools: deque[ToolCallRecord] = deque(maxlen=MAX_TOOL_ROWS)
         self.reducer_inputs: int | None = None
+        self.reduced: tuple[int, ...] = ()  # the workers the reducer was given
+        self.reducer_prompt = config.reducer_prompt
+        self.reducer_input_html = ""  # rendered once by liveview: the input never changes
         self.reducer_text: list[str] = []
         self.reducer_attempt = 1
         self.dirty: set[str] = set(SECTIONS)
@@ -150,6 +172,7 @@ class LiveState:
                                for role, model in self.models.items()}
             case PlanReady():
                 self.plan, self.plan_cut_from = event.tasks, event.truncated_from
+                self.plan_raw = event.raw
                 self.phase = "running"
                 self.dirty.update(("plan", "workers"))
             case CallStarted():
@@ -189,6 +212,7 @@ class LiveState:
                 self._worker_finished(event.worker)
             case ReducerStarted():
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)
+                self.reduced = event.inputs
                 self.dirty.add("reducer")
             case ReducerDelta():
                 if event.attempt != self.reducer_attempt:
@@ -217,6 +241,10 @@ class LiveState:
         worker = self._worker(index)
         worker.attempts_done += call.attempts
         worker.attempt = 0
+        worker.calls += 1
+        worker.retries_done = worker.retries
+        if call.error is not None and call.status is not None:
+            worker.fail_status = call.status
         worker.prompt_tokens = _plus(worker.prompt_tokens, call.usage.prompt_tokens)
         worker.completion_tokens = _plus(worker.completion_tokens, call.usage.completion_tokens)
         worker.cost = _add_cost(worker.cost, call.cost_usd)
@@ -226,7 +254,10 @@ class LiveState:
         self.tool_count += 1
         self.tool_errors += record.error is not None
         self.tools.append(record)
-        self._worker(record.worker).tools += 1
+        worker = self._worker(record.worker)
+        worker.tools += 1
+        if len(worker.tool_records) < MAX_WORKER_TOOLS:
+            worker.tool_records.append(record)
         self.dirty.update(("tools", "workers"))
 
     def _worker_finished(self, record: WorkerRecord) -> None:
@@ -251,5 +282,17 @@ class LiveState:
         if self.cancelling and self.phase in ("planning", "running", "reducing"):
             return "cancelling…"
         if self.phase == "running":
-            return f"running {self.finished}/{len(self.plan)}"
+            return self.progress
         return self.phase
+
+    @property
+    def progress(self) -> str:
+        """``10/12 done · 2 running · 0 failed``: done counts every worker that finished."""
+        failed = sum(n for label, n in self.counts.items() if label.startswith("failed"))
+        parts = [f"{self.finished}/{len(self.plan)} done",
+                 f"{self.counts.get('running', 0)} running", f"{failed} failed"]
+        for label in ("skipped", "cancelled"):
+            n = sum(v for k, v in self.counts.items() if k.split(" ", 1)[0] == label)
+            if n:
+                parts.append(f"{n} {label}")
+        return " · ".join(parts)

@@ -2,7 +2,13 @@
 
 The worker table never grows with the run: with more than ``MAX_ROWS`` workers it shows
 the running ones first (oldest first), then the most recently finished, plus a summary
-line counting every worker by status. Everything is escaped.
+line counting every worker by status. A row that did not complete says why; each task
+cell opens (``<details>``) on the worker's sub-task, messages, tool calls, output and
+error. Everything is escaped.
+
+Every section is a ``div.swarmkit``; the header carries ``swarmkit.theme.STYLE``, the CSS
+that the classes used here (and in the static tables) refer to, and colours that must
+show without it are inline theme variables with fallbacks.
 """
 
 from __future__ import annotations
@@ -10,8 +16,12 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 
+from .drilldown import cut, details, reducer_input, worker_body
+from .failures import Failure, failure_of
 from .live import MAX_ROWS, SECTIONS, LiveState, WorkerLive
+from .tablefmt import Markup, clipped, html_table
 from .tables import clip, format_cost, format_tokens
+from .theme import COLOURS, STYLE, row_class
 
 __all__ = ["render_changed", "render_section"]
 
@@ -19,6 +29,13 @@ MAX_PLAN_ITEMS = 50
 MAX_REDUCER_CHARS = 20_000
 _WAITING = "waiting (rate limit)"
 _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+# The live drill-down is re-sent with its section on every push (up to 10 a second): it
+# is cut shorter than the static one, which the cell keeps once the run ends.
+_LIVE_OUTPUT_CHARS = 1_000
+_LIVE_MESSAGE_CHARS = 300
+_OPEN = f'<div class="swarmkit" style="{_BOX}">'
+_WORKER_HEAD = ("worker", "status", "task", "why", "attempts", "retries", "tokens in",
+                "tokens out", "cost", "latency", "tools")
 
 
 def _esc(text: object) -> str:
@@ -36,14 +53,9 @@ def render_section(state: LiveState, name: str) -> str:
     return _RENDERERS[name](state)
 
 
-def _table(title: str, head: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
-    out = [f'<div style="{_BOX}">{title}<table style="font-size:12px"><thead><tr>']
-    out += [f"<th>{h}</th>" for h in head]
-    out.append("</tr></thead><tbody>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
+def _table(title: str, head: tuple[str, ...], rows: list[tuple[object, ...]],
+           classes: list[str] | None = None) -> str:
+    return f"{_OPEN}{title}{html_table(rows, head, classes)}</div>"
 
 
 def _header(state: LiveState) -> str:
@@ -61,10 +73,10 @@ def _header(state: LiveState) -> str:
     else:
         limits = str(state.default_concurrency)
     cost = format_cost(state.cost)
-    colour = {"done": "#2e7d32", "failed": "#c62828", "cancelled": "#c62828"}.get(
-        state.phase, "#1565c0")
+    colour = {"done": "ok", "failed": "failed", "cancelled": "failed"}.get(
+        state.phase, "running")
     lines = [
-        f'<div style="{_BOX}"><b>swarm</b> · <b style="color:{colour}">'
+        f'{STYLE}{_OPEN}<b>swarm</b> · <b style="color:{COLOURS[colour].css}">'
         f"{_esc(state.status)}</b> · {state.now:.1f}s",
         f"<br>task: {_esc(clip(state.task, 160))}",
         f"<br>{model_text} · concurrency {limits}",
@@ -72,36 +84,48 @@ def _header(state: LiveState) -> str:
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
     ]
     if state.error:
-        lines.append(f'<br><span style="color:#c62828">error: {_esc(state.error)}</span>')
+        lines.append(f'<br><span style="color:{COLOURS["failed"].css}">error: '
+                     f"{_esc(state.error)}</span>")
     lines.append("</div>")
     return "".join(lines)
 
 
 def _budget(state: LiveState) -> str:
     if state.cap is None:
-        return f'<div style="{_BOX}">spent {format_cost(state.cost)} (no budget cap)</div>'
+        return f"{_OPEN}spent {format_cost(state.cost)} (no budget cap)</div>"
     cap = state.cap if state.cap > 0 else Decimal(1)
     spent_pct = min(100.0, float(state.spent / cap * 100))
     reserved_pct = min(100.0 - spent_pct, float(state.reserved / cap * 100))
+    # The track is an outline in the muted text colour (>= 3:1 on either theme's
+    # background); spent and reserved fill it in the success and warning colours.
     return (
-        f'<div style="{_BOX}">budget: spent {format_cost(state.spent)} · reserved '
+        f"{_OPEN}budget: spent {format_cost(state.spent)} · reserved "
         f"{format_cost(state.reserved)} · cap {format_cost(state.cap)}"
-        '<div style="width:360px;height:10px;background:#eee;border-radius:3px;'
-        'display:flex;overflow:hidden">'
-        f'<div style="width:{spent_pct:.1f}%;background:#2e7d32"></div>'
-        f'<div style="width:{reserved_pct:.1f}%;background:#f9a825"></div></div></div>'
+        '<div class="sk-track" style="width:360px;max-width:100%;height:10px;'
+        f"border:1px solid {COLOURS['muted'].css};border-radius:3px;"
+        'display:flex;overflow:hidden;box-sizing:border-box">'
+        f'<div class="sk-spent" style="width:{spent_pct:.1f}%;'
+        f'background:{COLOURS["ok"].css}"></div>'
+        f'<div class="sk-reserved" style="width:{reserved_pct:.1f}%;'
+        f'background:{COLOURS["warn"].css}"></div></div></div>'
     )
 
 
 def _plan(state: LiveState) -> str:
     if not state.plan:
-        return f'<div style="{_BOX}">plan: waiting for the planner…</div>'
-    cut = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
+        return f"{_OPEN}plan: waiting for the planner…</div>"
+    cut_note = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
     items = "".join(f"<li>{_esc(clip(t, 140))}</li>" for t in state.plan[:MAX_PLAN_ITEMS])
     more = len(state.plan) - MAX_PLAN_ITEMS
     more_note = f"<li>… {more} more</li>" if more > 0 else ""
-    return (f'<details style="{_BOX}"><summary>plan: {len(state.plan)} sub-tasks{cut}'
-            f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details>')
+    raw = ""
+    if state.plan_raw:
+        where = "_swarm.plan_raw"
+        raw = details(f"planner's raw reply ({len(state.plan_raw):,} characters)",
+                      f"<pre>{_esc(cut(state.plan_raw, _LIVE_OUTPUT_CHARS, where))}</pre>",
+                      css="sk-planner")
+    return (f'{_OPEN}<details><summary>plan: {len(state.plan)} sub-tasks{cut_note}'
+            f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details>{raw}</div>')
 
 
 def _visible_workers(state: LiveState) -> list[WorkerLive]:
@@ -147,8 +171,6 @@ def _workers(state: LiveState) -> str:
     rows = _visible_workers(state)
     shown = ("" if len(rows) == total else
              f" · showing {len(rows)} (running first, then the latest finished)")
-    head = ("worker", "task", "status", "attempts", "retries", "tokens in", "tokens out",
-            "cost", "latency", "tools")
     cells = []
     for w in rows:
         if w.latency is not None:
@@ -157,11 +179,37 @@ def _workers(state: LiveState) -> str:
             latency = f"{max(0.0, state.now - w.started):.1f}s…"
         else:
             latency = ""
-        cells.append((w.index, clip(w.task, 48), _status_of(w), w.attempts, w.retries,
-                      format_tokens(w.prompt_tokens), format_tokens(w.completion_tokens),
-                      format_cost(w.cost), latency, w.tools))
+        failure = _failure(w)
+        why = clipped(failure.line, 60) if failure is not None else ""
+        cells.append((w.index, _status_of(w), _task_cell(state, w, failure), why,
+                      w.attempts, w.shown_retries, format_tokens(w.prompt_tokens),
+                      format_tokens(w.completion_tokens), format_cost(w.cost), latency,
+                      w.tools))
     title = f"<b>{total} workers</b>: {_esc(summary)}{shown}"
-    return _table(title, head, cells)
+    return _table(title, _WORKER_HEAD, cells, [row_class(w.status) for w in rows])
+
+
+def _failure(worker: WorkerLive) -> Failure | None:
+    return None if worker.record is None else failure_of(worker.record, worker.fail_status)
+
+
+def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) -> Markup:
+    """The task, one line; it opens on the worker's drill-down once it has started."""
+    summary = clip(worker.task, 48)
+    if worker.started is None and worker.record is None:
+        return clipped(worker.task, 48)
+    from .worker import worker_messages
+
+    messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
+                               max(len(state.plan), worker.index))
+    record = worker.record
+    body = worker_body(
+        index=worker.index, task=worker.task, messages=messages,
+        output=None if record is None else record.output, tool_calls=worker.tool_records,
+        tool_total=worker.tools, failure=failure, where=f"_swarm.worker({worker.index})",
+        output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS,
+    )
+    return Markup(details(summary, body, title=worker.task), summary)
 
 
 def _tools(state: LiveState) -> str:
@@ -184,9 +232,10 @@ def _reducer(state: LiveState) -> str:
     if len(text) > MAX_REDUCER_CHARS:
         text = "…" + text[-MAX_REDUCER_CHARS:]
     inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
-    return (f'<div style="{_BOX}"><b>reducer</b>{inputs}<div style="white-space:pre-wrap;'
-            f'max-height:320px;overflow:auto;border-left:3px solid #ccc;padding-left:6px">'
-            f"{_esc(text)}</div></div>")
+    return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}'
+            '<div style="white-space:pre-wrap;'
+            f"max-height:320px;overflow:auto;border-left:3px solid {COLOURS['rule'].css};"
+            f'padding-left:6px">{_esc(text)}</div></div>')
 
 
 _RENDERERS = {
@@ -197,3 +246,18 @@ _RENDERERS = {
     "tools": _tools,
     "reducer": _reducer,
 }
+
+
+def _reducer_input(state: LiveState) -> str:
+    """The messages the reducer was sent, expandable, each cut short; rendered once."""
+    if not state.reduced or state.reducer_input_html:
+        return state.reducer_input_html
+    inputs = []
+    for index in state.reduced:
+        worker = state.workers.get(index)
+        if worker is not None and worker.record is not None:
+            inputs.append((index, worker.task, worker.record.output or ""))
+    state.reducer_input_html = reducer_input(
+        state.reducer_prompt, state.task, inputs, _LIVE_OUTPUT_CHARS * 2,
+        "_swarm.reduced and _swarm.workers")
+    return state.reducer_input_html

@@ -20,7 +20,7 @@ from .records import WorkerRecord
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["hold_for_reducer", "reduce", "reducer_request"]
+__all__ = ["hold_for_reducer", "reduce", "reducer_messages", "reducer_request"]
 
 # Average bytes per token when sizing the reducer's hold before worker outputs exist.
 _BYTES_PER_TOKEN_ESTIMATE = 4
@@ -63,16 +63,23 @@ def hold_for_reducer(engine: Engine, task: str, plan: tuple[str, ...]) -> None:
 
 
 
-def reducer_request(
-    engine: Engine, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
-) -> ChatRequest:
+def reducer_messages(
+    prompt: str, task: str, inputs: list[tuple[int, str, str]]
+) -> list[dict[str, str]]:
+    """The reducer's conversation: a pure function, so a Run's drill-down can show it."""
     parts = [f"Task: {task}", ""]
     for index, subtask, output in inputs:
         parts += [f"Worker {index} (sub-task: {subtask}):", output, ""]
-    messages = [
-        {"role": "system", "content": engine.config.reducer_prompt},
+    return [
+        {"role": "system", "content": prompt},
         {"role": "user", "content": "\n".join(parts).rstrip()},
     ]
+
+
+def reducer_request(
+    engine: Engine, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
+) -> ChatRequest:
+    messages = reducer_messages(engine.config.reducer_prompt, task, inputs)
     stream = engine.config.stream_reducer and not engine.config.reducer.is_local
     extra: dict[str, Any] = {"stream": stream}
     if max_tokens is not None:

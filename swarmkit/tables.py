@@ -1,26 +1,25 @@
-"""Static output of a Run: per-worker spend, tool calls, totals, answer and timeline.
+"""Static output of a Run: spend by role, per-worker rows, tool calls, answer and timeline.
 
 ``RunTables.mime_bundle()`` is the one display a finished ``%%swarm`` cell leaves: HTML
-(answer as Markdown, tables, totals, timeline SVG) and a tabulate ``text/plain`` that
-terminal IPython and nbval's text comparison see, plus provenance metadata. Everything
-here is a pure function of the Run, so a replayed run renders byte-identical output.
+(answer as Markdown, tables, totals, timeline SVG, each worker row expanding to what it
+did) and a tabulate ``text/plain`` that terminal IPython and nbval's text comparison see,
+plus provenance metadata. Everything here is a pure function of the Run, so a replayed
+run renders byte-identical output.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from tabulate import tabulate
-
-try:  # what tabulate measures cell widths with when it is installed (wide characters)
-    from wcwidth import wcswidth as _text_width
-except ImportError:  # pragma: no cover - tabulate then measures with len too
-    _text_width = len
+from .byrole import ROLE_HEADERS, role_spend
+from .failures import Failure, failure_of, failure_statuses
+from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
+from .tablefmt import Markup, clipped, html_table, render_table
+from .theme import STYLE, row_class
 
 if TYPE_CHECKING:
     from .calls import Usage
@@ -34,18 +33,11 @@ __all__ = [
 
 _TASK_WIDTH = 48
 _CELL_WIDTH = 60
+_WHY_WIDTH = 60
+_FAILURE_WIDTH = 220
 _TASK_HEADER_WIDTH = 200
 # Past this many rows a table scrolls inside the output instead of growing the page.
 _SCROLL_ROWS = 30
-_SCROLL_BOX = '<div style="max-height:420px;overflow:auto">{}</div>'
-# A display shows at most this many rows of a table, as pandas does (display.max_rows):
-# the first and the last few, and every row that needs attention (a worker that did not
-# complete, a tool call that failed). A 1,000-worker run's display was otherwise ~450 KB
-# of HTML and text in the notebook, and most of the time the cell's end took. The whole
-# table is one call away: run.tables().worker_table().
-DISPLAY_ROWS = 60
-_HEAD_ROWS = 20
-_TAIL_ROWS = 5
 
 
 def format_cost(cost: Decimal | None) -> str:
@@ -70,10 +62,14 @@ class RunTables:
     """Renders one Run. ``text()`` is what terminals and nbval's text/plain see."""
 
     WORKER_HEADERS = (
-        "worker", "task", "status", "calls", "attempts", "tokens in", "tokens out", "cost",
-        "latency", "tools",
+        "worker", "task", "status", "calls", "attempts", "retries", "tokens in",
+        "tokens out", "cost", "latency", "tools",
     )
+    # The HTML table also says why a worker did not complete, on its row; the status
+    # comes first, so a narrow window shows it before the table scrolls sideways.
+    HTML_WORKER_HEADERS = ("worker", "status", "task", "why", *WORKER_HEADERS[3:])
     TOOL_HEADERS = ("worker", "hop", "tool", "arguments", "result", "error", "duration")
+    ROLE_HEADERS = ROLE_HEADERS
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -86,14 +82,20 @@ class RunTables:
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
         workers = self.run.workers
-        return _rows_with_gaps(len(workers), shown, lambda i: _worker_row(workers[i]),
-                               len(self.WORKER_HEADERS))
+        return rows_with_gaps(len(workers), shown, lambda i: _worker_row(workers[i]),
+                              len(self.WORKER_HEADERS))
 
     def tool_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per tool call; with ``shown``, those calls' rows and a row per gap."""
         calls = self.run.tool_calls
-        return _rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
-                               len(self.TOOL_HEADERS))
+        return rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
+                              len(self.TOOL_HEADERS))
+
+    def role_rows(self) -> list[tuple[Any, ...]]:
+        """Planner, workers, reducer and total: the last row is the totals line's sums."""
+        return [(r.role, r.calls, r.attempts, r.retries, format_tokens(r.usage.prompt_tokens),
+                 format_tokens(r.usage.completion_tokens), format_cost(r.cost_usd))
+                for r in role_spend(self.run.calls)]
 
     def totals(self) -> str:
         """The one-line summary; both the text and the HTML open with it."""
@@ -121,28 +123,55 @@ class RunTables:
         """Every tool call's row (``shown``: only those, as the display does)."""
         return render_table(self.tool_rows(shown), self.TOOL_HEADERS, fmt)
 
-    @cached_property
-    def _worker_cut(self) -> _Cut:
-        workers = self.run.workers
-        return _Cut.of("workers", len(workers), "did not complete", "worker_table",
-                       [i for i, w in enumerate(workers) if w.status != "completed"])
+    def role_table(self, fmt: str = "simple") -> str:
+        """Spend by role, with the run's total as the last row."""
+        return render_table(self.role_rows(), self.ROLE_HEADERS, fmt)
 
     @cached_property
-    def _tool_cut(self) -> _Cut:
+    def _worker_cut(self) -> Cut:
+        workers = self.run.workers
+        return Cut.of("workers", len(workers), "did not complete", "worker_table",
+                      [i for i, w in enumerate(workers) if w.status != "completed"])
+
+    @cached_property
+    def _tool_cut(self) -> Cut:
         calls = self.run.tool_calls
-        return _Cut.of("tool calls", len(calls), "failed", "tool_table",
-                       [i for i, t in enumerate(calls) if t.error])
+        return Cut.of("tool calls", len(calls), "failed", "tool_table",
+                      [i for i, t in enumerate(calls) if t.error])
+
+    @cached_property
+    def _failures(self) -> dict[int, Failure]:
+        """Why each worker the display shows did not complete, by its position."""
+        statuses = failure_statuses(self.run.calls)
+        workers = self.run.workers
+        positions = self._worker_cut.shown or range(len(workers))
+        found = {}
+        for position in positions:
+            failure = failure_of(workers[position], statuses.get(workers[position].index))
+            if failure is not None:
+                found[position] = failure
+        return found
+
+    def failure_lines(self) -> list[str]:
+        """One line per shown worker that did not complete: status, error and hint."""
+        return [clip(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
+                     _FAILURE_WIDTH) for f in self._failures.values()]
 
     def text(self) -> str:
-        """Totals, tables (long ones cut to DISPLAY_ROWS) and the answer, as plain text."""
+        """Totals, spend by role, tables (long ones cut), failures and the answer."""
         run = self.run
         parts = [self.totals(), ""]
         if run.error:
             parts += [f"error: {run.error}", ""]
+        if run.calls:
+            parts += ["by role", self.role_table(), ""]
         if run.workers:
             cut = self._worker_cut
             parts += [*([cut.note] if cut.note else []),
                       self.worker_table(shown=cut.shown), ""]
+            failures = self.failure_lines()
+            if failures:
+                parts += ["why workers did not complete", *failures, ""]
         if run.tool_calls:
             cut = self._tool_cut
             parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
@@ -151,31 +180,74 @@ class RunTables:
         return "\n".join(parts).rstrip() + "\n"
 
     def html(self) -> str:
-        """Totals, answer (Markdown), worker table, tool-call table and timeline."""
+        """Totals, answer (Markdown), spend by role, workers, tool calls and timeline."""
+        from .drilldown import planner_details, reducer_details
         from .mdhtml import markdown_html
         from .timeline import timeline_svg
 
         run = self.run
         parts = [
-            '<div class="swarmkit-run">',
+            f'<div class="swarmkit swarmkit-run">{STYLE}',
             f"<p><b>{html.escape(self.totals())}</b></p>",
             f"<p>task: {html.escape(clip(run.task, _TASK_HEADER_WIDTH))}</p>",
         ]
         if run.error:
-            parts.append(f'<p style="color:#b00">error: {html.escape(run.error)}</p>')
+            parts.append(f'<p class="sk-error">error: {html.escape(run.error)}</p>')
         if run.answer is not None:
             parts += [
                 "<p><b>answer</b></p>",
                 f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
             ]
-        if run.workers:
-            parts += self._worker_cut.html(self.worker_table("html", self._worker_cut.shown))
-        if run.tool_calls:
-            parts += self._tool_cut.html(self.tool_table("html", self._tool_cut.shown))
         if run.calls:
-            parts += ["<p><b>timeline</b></p>", timeline_svg(run)]
+            parts += ["<p><b>by role</b></p>",
+                      html_table(self.role_rows(), self.ROLE_HEADERS, css="sk-roles")]
+        if run.workers:
+            cut = self._worker_cut
+            parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
+        drill = [d for d in (planner_details(run), reducer_details(run)) if d]
+        if drill:
+            parts.append(f'<div class="sk-drill">{"".join(drill)}</div>')
+        if run.tool_calls:
+            cut = self._tool_cut
+            rows = self.tool_rows(cut.shown)
+            parts += [f"<p><b>{html.escape(cut.title)}</b></p>",
+                      html_table(rows, self.TOOL_HEADERS, tall=len(rows) > _SCROLL_ROWS)]
+        if run.calls:
+            parts += ["<p><b>timeline</b></p>",
+                      f'<div class="sk-scroll">{timeline_svg(run)}</div>']
         parts.append("</div>")
         return "\n".join(parts)
+
+    def _worker_html(self) -> str:
+        """The worker table: a reason on each row that did not complete, and each task
+        cell a ``<details>`` that opens on what the worker did."""
+        from .drilldown import worker_details
+
+        run = self.run
+        workers = run.workers
+        shown = self._worker_cut.shown
+        wanted = {workers[p].index for p in (shown or range(len(workers)))}
+        tools: dict[int, list[ToolCallRecord]] = {}
+        for call in run.tool_calls:
+            if call.worker in wanted:
+                tools.setdefault(call.worker, []).append(call)
+        failures = self._failures
+
+        def row(position: int) -> tuple[Any, ...]:
+            worker = workers[position]
+            failure = failures.get(position)
+            cells = _worker_row(worker)
+            summary = clip(worker.task, _TASK_WIDTH)
+            task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
+                                         summary), summary)
+            why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
+            return (cells[0], cells[2], task, why, *cells[3:])
+
+        rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
+                for r in rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))]
+        classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
+        return html_table(rows, self.HTML_WORKER_HEADERS, classes, css="sk-workers",
+                          tall=len(rows) > _SCROLL_ROWS)
 
     def metadata(self) -> dict[str, Any]:
         """Provenance for the display's metadata: no secrets, only key variable names."""
@@ -207,6 +279,7 @@ def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
         w.status_label,
         calls,
         w.attempts,
+        max(0, w.attempts - w.calls),  # every attempt past a call's first was a retry
         format_tokens(w.usage.prompt_tokens),
         format_tokens(w.usage.completion_tokens),
         format_cost(w.cost_usd),
@@ -225,121 +298,3 @@ def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
         clip(t.error, _CELL_WIDTH) or "",
         f"{t.duration:.3f}s",
     )
-
-
-def displayed_rows(count: int, notable: Sequence[int]) -> list[int] | None:
-    """Which of ``count`` rows a display shows, in order; None when it shows them all.
-
-    Past DISPLAY_ROWS: the first and the last few, then the ``notable`` ones (in order)
-    while there is room.
-    """
-    if count <= DISPLAY_ROWS:
-        return None
-    keep = set(range(_HEAD_ROWS)) | set(range(count - _TAIL_ROWS, count))
-    for index in notable:
-        if len(keep) >= DISPLAY_ROWS:
-            break
-        keep.add(index)
-    return sorted(keep)
-
-
-def _rows_with_gaps(
-    count: int, shown: Sequence[int] | None, row: Callable[[int], tuple[Any, ...]],
-    width: int,
-) -> list[tuple[Any, ...]]:
-    """``row(i)`` for every ``i`` (or each shown one), with "…" rows where rows are left out."""
-    if shown is None:
-        return [row(i) for i in range(count)]
-    rows: list[tuple[Any, ...]] = []
-    previous = -1
-    for index in [*shown, count]:
-        if index > previous + 1:
-            rows.append(("…", f"({index - previous - 1} more)", *[""] * (width - 2)))
-        if index < count:
-            rows.append(row(index))
-        previous = index
-    return rows
-
-
-@dataclass(frozen=True, slots=True)
-class _Cut:
-    """How a display shows one table: the rows it keeps (None: all) and its title."""
-
-    what: str  # "workers", "tool calls"
-    count: int
-    shown: list[int] | None
-    note: str | None  # says what was left out and how to print it all, when cut
-
-    @classmethod
-    def of(cls, what: str, count: int, notable_verb: str, method: str,
-           notable: Sequence[int]) -> _Cut:
-        shown = displayed_rows(count, notable)
-        note = None if shown is None else (
-            f"{what}: {len(shown)} of {count:,} shown (the first {_HEAD_ROWS}, the last "
-            f"{_TAIL_ROWS} and those that {notable_verb}); run.tables().{method}() has "
-            "them all"
-        )
-        return cls(what, count, shown, note)
-
-    def html(self, table: str) -> list[str]:
-        title = self.note or f"{self.what} ({self.count})"
-        rows = self.count if self.shown is None else len(self.shown)
-        return [f"<p><b>{html.escape(title)}</b></p>", _scrolling(table, rows)]
-
-
-def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:
-    """``tabulate(rows, headers, tablefmt=fmt, disable_numparse=True)``, byte for byte.
-
-    tabulate infers a type for every cell, which is most of the time a 1,000-worker
-    run's final display takes. Cells that it prints as they are (one printable line, no
-    whitespace at either end) in the ``simple`` and ``html`` formats are laid out here,
-    measured as tabulate measures them; anything else goes to tabulate.
-    """
-    cells = _verbatim_cells(rows)
-    if cells is None or fmt not in ("simple", "html"):
-        return str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
-    # Every column is text (numbers are not parsed), so everything is left-aligned;
-    # tabulate pads the headers by two.
-    widths = [len(header) + 2 for header in headers]
-    for row in cells:
-        for column, (_, width) in enumerate(row):
-            widths[column] = max(widths[column], width)
-
-    def line(row: list[tuple[str, int]], cell: str, sep: str) -> str:
-        return sep.join(cell.format(text + " " * (widths[i] - width))
-                        for i, (text, width) in enumerate(row))
-
-    head = [(h, len(h)) for h in headers]
-    if fmt == "simple":
-        lines = [line(head, "{}", "  ").rstrip(), "  ".join("-" * w for w in widths)]
-        lines += [line(row, "{}", "  ").rstrip() for row in cells]
-        return "\n".join(lines)
-    escaped = [[(html.escape(text, quote=True), width) for text, width in row] for row in cells]
-    lines = [f"<table>\n<thead>\n<tr>{line(head, '<th>{}</th>', '')}</tr>\n</thead>\n<tbody>"]
-    lines += [f"<tr>{line(row, '<td>{}</td>', '')}</tr>" for row in escaped]
-    lines.append("</tbody>\n</table>")
-    return "\n".join(lines)
-
-
-def _verbatim_cells(rows: Sequence[Sequence[Any]]) -> list[list[tuple[str, int]]] | None:
-    """Each cell's text and display width, or None if tabulate would change any cell."""
-    cells = []
-    for row in rows:
-        texts = []
-        for value in row:
-            if not isinstance(value, str | int) or isinstance(value, bool):
-                return None
-            text = str(value)
-            if not text.isprintable() or text != text.strip():
-                return None
-            # Printable ASCII is one column a character; only the rest needs wcwidth.
-            width = len(text) if text.isascii() else _text_width(text)
-            if width < 0:
-                return None
-            texts.append((text, width))
-        cells.append(texts)
-    return cells
-
-
-def _scrolling(table: str, rows: int) -> str:
-    return _SCROLL_BOX.format(table) if rows > _SCROLL_ROWS else table

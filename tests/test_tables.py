@@ -76,7 +76,7 @@ def test_unknown_cost_shows_unknown_never_zero() -> None:
     assert "cost unknown" in data["text/html"]
     assert metadata["swarmkit"]["cost_usd"] == "unknown"
     rows = RunTables(run).worker_rows()
-    assert all(row[7] == "unknown" for row in rows)
+    assert all(row[8] == "unknown" for row in rows)
 
 
 def test_metadata_holds_key_variable_names_not_key_values(
@@ -89,10 +89,15 @@ def test_metadata_holds_key_variable_names_not_key_values(
     assert metadata["swarmkit"]["parameters"]["worker"]["api_key_env"] == ["OPENAI_API_KEY"]
 
 
+def _worker_table(page: str) -> str:
+    """The worker table of a rendered page."""
+    return page.split('class="sk-table sk-workers"', 1)[1].split("</table>", 1)[0]
+
+
 def test_many_workers_scroll_inside_the_output() -> None:
     page = synthetic_run(50, concurrency=20).tables().html()
-    assert 'overflow:auto' in page
-    assert page.count("<tr>") == 51  # up to DISPLAY_ROWS, every worker is in the table
+    assert '<div class="sk-scroll" style="max-height:420px;overflow:auto">' in page
+    assert _worker_table(page).count("<tr") == 51  # up to DISPLAY_ROWS, every worker
 
 
 # render_table: the fast layout must equal tabulate's, byte for byte ---------------------
@@ -132,7 +137,8 @@ def test_a_long_run_displays_the_first_last_and_unfinished_workers_and_keeps_the
     assert "(9 more)" in text and "(29 more)" in text and "(5 more)" in text
     assert "workers: 28 of 100 shown" in text and "worker_table() has them all" in text
     page = tables.html()
-    assert "workers: 28 of 100 shown" in page and page.count("<tr>") == 1 + 28 + 4
+    assert "workers: 28 of 100 shown" in page and _worker_table(page).count("<tr") == 1 + 28 + 4
+    assert _worker_table(page).count("<details>") == 28  # every shown row opens, no more
     full = tables.worker_table()  # asked for by name: every row
     assert len(full.splitlines()) == 2 + 100 and "…" not in full
 
@@ -153,3 +159,129 @@ def test_a_run_of_many_tool_calls_displays_the_failed_ones() -> None:
     text = replace(run, tool_calls=calls).tables().text()
     assert "tool calls: 26 of 80 shown" in text and "tool_table() has them all" in text
     assert "ValueError: bad input" in text
+
+
+# what the issue-15 display shows: reasons, spend by role, drill-down, alignment ---------
+
+def _failing_run() -> Run:
+    run = synthetic_run(8, fail_every=4, tool_every=3, retry_every=3)
+    workers = list(run.workers)
+    workers[5] = replace(workers[5], status="skipped", reason="budget", started=None,
+                         error="BudgetExceeded: raise the budget")
+    run.workers = workers
+    return run
+
+
+def test_a_failed_worker_says_why_on_its_row_and_in_the_text() -> None:
+    run = _failing_run()
+    page = run.tables().html()
+    failed = _worker_table(page).split('<tr class="sk-failed">')[1].split("</tr>")[0]
+    assert "failed (provider)" in failed and "sk-st-failed" in failed
+    assert "ProviderError: HTTP 500 after retries — the server failed" in failed
+    assert '<tr class="sk-skipped">' in page and '<tr class="sk-completed">' in page
+    text = run.tables().text()
+    assert "why workers did not complete" in text
+    assert ("worker 4 · failed (provider): ProviderError: HTTP 500 after retries — the "
+            "server failed: try again later or lower the concurrency") in text
+    assert "worker 6 · skipped (budget): BudgetExceeded: raise the budget — raise the budget"\
+        in text
+    assert max(len(line) for line in text.splitlines()) < 240  # still a readable text view
+
+
+def test_a_setup_mistake_gets_a_setup_hint() -> None:
+    from swarmkit.failures import failure_of
+
+    run = synthetic_run(2, fail_every=2)
+    worker = run.workers[1]
+    assert "set-up mistake" in failure_of(worker, 404).hint  # type: ignore[union-attr]
+    assert "API key" in failure_of(worker, 401).hint  # type: ignore[union-attr]
+    assert "rate limited" in failure_of(worker, 429).hint  # type: ignore[union-attr]
+    assert failure_of(run.workers[0]) is None
+
+
+def test_spend_by_role_adds_up_to_the_totals_line() -> None:
+    run = synthetic_run(7, tool_every=2, retry_every=3)
+    tables = run.tables()
+    rows = tables.role_rows()
+    assert [r[0] for r in rows] == ["planner", "workers", "reducer", "total"]
+
+    def number(cell: str) -> float:
+        return float(cell.replace(",", "").lstrip("$"))
+
+    for column in (1, 2, 3, 4, 5, 6):
+        assert sum(number(str(r[column])) for r in rows[:-1]) == pytest.approx(
+            number(str(rows[-1][column])))
+    total = rows[-1]
+    assert f"tokens {total[4]} in / {total[5]} out · cost {total[6]}" in tables.totals()
+    assert total[1] == len(run.calls)
+    # the worker rows add up to the workers' role row
+    worker_in = sum(number(r[6]) for r in tables.worker_rows())
+    assert worker_in == number(rows[1][4])
+    assert "by role" in tables.text() and 'class="sk-table sk-roles"' in tables.html()
+
+
+def test_attempts_and_retries_agree_on_every_row() -> None:
+    run = synthetic_run(12, retry_every=3, tool_every=4, fail_every=5)
+    rows = run.tables().worker_rows()
+    for row, worker in zip(rows, run.workers, strict=True):
+        assert row[4] == worker.attempts and row[5] == worker.attempts - worker.calls
+    worker_retries = [r for r in run.retries if r.step.startswith("worker-")]
+    assert sum(row[5] for row in rows) == len(worker_retries)
+    assert run.tables().role_rows()[1][3] == len(worker_retries)
+
+
+def test_hostile_outputs_stay_escaped_inside_the_drill_down() -> None:
+    run = synthetic_run(3, tool_every=1)
+    hostile = '</pre></details></td><script>alert(1)</script><img src=x onerror=alert(2)>'
+    run.workers = [replace(w, output=hostile, task=f"{w.task} </summary>{hostile}")
+                   for w in run.workers]
+    run.tool_calls = [replace(t, arguments=hostile, result=hostile) for t in run.tool_calls]
+    run.plan_raw = hostile
+    page = run.tables().html()
+    assert "<script>" not in page and "<img" not in page
+    assert page.count("<details") == page.count("</details>") == 3 + 2  # workers, plan, reducer
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_row_opens_on_the_sub_task_messages_tool_calls_and_output() -> None:
+    from swarmkit.worker import worker_messages
+
+    run = synthetic_run(3, tool_every=3)
+    page = run.tables().html()
+    third = _worker_table(page).split("<tr")[4]
+    sent = worker_messages(run.config["system_prompt"], run.task, 3, run.workers[2].task, 3)
+    assert f'<summary title="{html_escape(run.workers[2].task)}">' in third
+    assert html_escape(sent[1]["content"]) in third
+    assert "lookup({&quot;id&quot;: 3})" in third and "Findings of worker 3." in third
+    assert "planner&#x27;s raw reply" in page and "reducer&#x27;s input (3 workers)" in page
+    assert html_escape("Worker 2 (sub-task: Sub-task 2") in page  # what the reducer got
+
+
+def test_a_long_output_is_cut_with_a_marker_that_says_where_it_all_is() -> None:
+    from swarmkit.drilldown import MAX_OUTPUT_CHARS
+
+    run = synthetic_run(60)
+    run.workers = [replace(w, output="word " * 20_000) for w in run.workers]
+    page = run.tables().html()
+    assert f"[cut: {100_000 - MAX_OUTPUT_CHARS:,} more characters; run.worker(1).output " \
+        "has the whole text]" in page
+    assert len(page) < 60 * (MAX_OUTPUT_CHARS + 4_000) + 40_000
+
+
+def test_text_columns_are_left_aligned_and_numbers_right_aligned() -> None:
+    from swarmkit.theme import STYLE
+
+    page = synthetic_run(3).tables().html()
+    assert "table.sk-table td{text-align:left" in STYLE.replace(
+        ".swarmkit table.sk-table th,.swarmkit ", "")
+    assert ".sk-num{text-align:right" in STYLE
+    first = _worker_table(page).split("<tr")[2]
+    assert first.startswith(' class="sk-completed"><td class="sk-num">1</td>'
+                            '<td class="sk-st-completed">completed</td><td class="sk-task">')
+    assert 'class="sk-scroll"' in page  # the table scrolls sideways in its own box
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)

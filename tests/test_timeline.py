@@ -47,7 +47,8 @@ def test_bars_are_coloured_by_outcome_and_retries_and_tools_are_marked() -> None
     assert len(_rects(root, COLOURS["cached"])) == len(cached)
     assert len(_rects(root, COLOURS["ok"])) == len(ok)
     assert len(_rects(root, COLOURS["tool"])) == len(run.tool_calls)
-    ticks = [line for line in root.iter(f"{SVG}line") if line.get("stroke") == COLOURS["retry"]]
+    ticks = [line for line in root.iter(f"{SVG}line")
+             if line.get("stroke") == COLOURS["retry"] and line.get("y1") != "8.0"]
     assert len(ticks) == len(run.retries)
     titles = [t.text or "" for t in root.iter(f"{SVG}title")]
     assert any("attempt 1 failed" in t for t in titles)
@@ -99,3 +100,44 @@ def test_time_axis_labels_cover_the_run() -> None:
     assert ticks[0] in ("0s", "0.0s")
     last = float(ticks[-1].rstrip("s"))
     assert last <= run.duration and len(ticks) >= 4
+
+
+def test_cancelled_calls_have_their_own_style_and_legend_entry() -> None:
+    run = synthetic_run(4)
+    cancelled = replace(run.calls[2], error="cancelled (stop)")
+    run.calls = [*run.calls[:2], cancelled, *run.calls[3:]]
+    root = _parse(timeline_svg(run))
+    marks = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "sk-cancelled"]
+    assert len(marks) == 2  # the legend's and the call's
+    assert all(r.get("fill") == "none" and r.get("stroke-dasharray") for r in marks)
+    assert "cancelled" in [t.text for t in root.iter(f"{SVG}text")]
+    assert len(_rects(root, COLOURS["failed"])) == 0  # not drawn as a failure
+
+
+def test_a_worker_that_never_started_keeps_its_lane_but_gets_no_bar() -> None:
+    run = synthetic_run(4)
+    workers = list(run.workers)
+    workers[2] = replace(workers[2], status="skipped", reason="budget", started=None,
+                         calls=0, attempts=0)
+    run.workers = workers
+    run.calls = [c for c in run.calls if c.step != "worker-3"]
+    root = _parse(timeline_svg(run))
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    lane = next(t for t in labels if t.text == "worker-3")
+    assert lane.get("fill-opacity")  # dimmed
+    top = float(lane.get("y", "0")) - 18
+    bars = [r for r in root.iter(f"{SVG}rect") if r.get("y") != "8.0"
+            and top < float(r.get("y", "0")) < top + 18]
+    assert bars == []
+    assert all(t.get("fill-opacity") is None for t in labels if t.text != "worker-3")
+
+
+def test_text_axis_and_legend_take_the_page_colour() -> None:
+    svg = timeline_svg(synthetic_run(5, retry_every=2, tool_every=2))
+    root = _parse(svg)
+    assert root.get("fill") == "currentColor"
+    assert all(t.get("fill") is None for t in root.iter(f"{SVG}text"))  # they inherit it
+    lines = [line for line in root.iter(f"{SVG}line") if line.get("class") != "sk-retry"]
+    assert lines and all(line.get("stroke") == "currentColor" for line in lines)
+    classes = {r.get("class") for r in root.iter(f"{SVG}rect")}
+    assert {"sk-ok", "sk-cached", "sk-failed", "sk-cancelled", "sk-tool"} <= classes
