@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .schema import Count
+
 if TYPE_CHECKING:
     from .config import RoleConfig
     from .events import Event
@@ -56,11 +58,11 @@ def canonical_json(value: Any) -> str:
 class Usage:
     """Token counts of one call or a sum of calls. ``None`` means the server did not say."""
 
-    prompt_tokens: int | None = 0
-    completion_tokens: int | None = 0
-    cached_tokens: int | None = 0
-    reasoning_tokens: int | None = 0
-    requests: int = 0
+    prompt_tokens: Count | None = 0
+    completion_tokens: Count | None = 0
+    cached_tokens: Count | None = 0
+    reasoning_tokens: Count | None = 0
+    requests: Count = 0
 
     @property
     def total_tokens(self) -> int | None:

@@ -9,6 +9,7 @@
     ├── BudgetExceeded         a reservation cannot fit under the cap (states the numbers)
     ├── StoreError             cache / history database trouble
     │   ├── CassetteError      a cassette is unreadable, garbled or of another version
+    │   ├── RecordError        Run JSON or a history row is garbled (also a ValueError)
     │   └── ReplayMiss         a replayed request is not in the cassette
     ├── ToolError              a tool raised, timed out or got invalid arguments
     │   └── MCPError           an MCP server died or never started
@@ -31,6 +32,7 @@ __all__ = [
     "MCPError",
     "PlanError",
     "ProviderError",
+    "RecordError",
     "ReplayMiss",
     "ResponseFormatUnsupported",
     "RunCancelled",
@@ -104,6 +106,13 @@ class StoreError(SwarmError):
 
 class CassetteError(StoreError):
     """A cassette is unreadable, garbled, or written by another format version."""
+
+
+class RecordError(StoreError, ValueError):
+    """Run JSON or a history row is garbled, crafted, or of another format version.
+
+    Also a ValueError, which is what ``Run.from_json`` raised for text that is not JSON.
+    """
 
 
 class ReplayMiss(StoreError):

@@ -105,8 +105,9 @@ def find_recording(
 def _from_history(run: Run, history_path: str | os.PathLike[str] | None) -> Cassette | None:
     from .store.history import History, default_history_path
 
-    configured = run.config.get("history_path")
-    places = [history_path, configured, default_history_path()]
+    # Never a path named inside the Run's JSON (its config): a crafted file must not make
+    # export open, or change, a database of its choosing. Only the one it was loaded from.
+    places = [history_path, run.history_file, default_history_path()]
     for place in dict.fromkeys(Path(p) for p in places if p):
         if not place.is_file():  # never create a database just to look in it
             continue

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from .calls import CallSource, Usage
+from .schema import Cost, Count, Schema, Seconds
 
 __all__ = [
     "CallRecord",
@@ -56,14 +57,14 @@ class CallRecord:
     model: str
     source: CallSource
     usage: Usage
-    cost_usd: Decimal | None
-    started: float  # seconds since run start
-    latency: float
-    attempts: int
+    cost_usd: Cost
+    started: Seconds  # seconds since run start
+    latency: Seconds
+    attempts: Count
     fingerprint: str
-    occurrence: int = 0
+    occurrence: Count = 0
     error: str | None = None
-    status: int | None = None  # HTTP status of the final failure, if any
+    status: Count | None = None  # HTTP status of the final failure, if any
 
     @property
     def ok(self) -> bool:
@@ -88,21 +89,8 @@ class CallRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallRecord:
-        return cls(
-            step=data["step"],
-            role=data["role"],
-            model=data["model"],
-            source=data["source"],
-            usage=Usage.from_dict(data["usage"]),
-            cost_usd=decimal_or_none(data.get("cost_usd")),
-            started=float(data["started"]),
-            latency=float(data["latency"]),
-            attempts=int(data["attempts"]),
-            fingerprint=data["fingerprint"],
-            occurrence=int(data.get("occurrence", 0)),
-            error=data.get("error"),
-            status=data.get("status"),
-        )
+        """Checked against the field types; pydantic's ValidationError if it does not fit."""
+        return Schema(cls).validate(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +98,10 @@ class RetryRecord:
     """One failed attempt that was retried."""
 
     step: str
-    attempt: int
+    attempt: Count
     error: str
-    status: int | None
-    t: float
+    status: Count | None
+    t: Seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,22 +114,22 @@ class RetryRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RetryRecord:
-        return cls(**data)
+        return Schema(cls).validate(data)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
     """One tool execution requested by a worker's model."""
 
-    worker: int
-    hop: int
+    worker: Count
+    hop: Count
     call_id: str
     tool: str
     arguments: str
     result: str | None
     error: str | None
-    started: float
-    duration: float
+    started: Seconds
+    duration: Seconds
     source: CallSource = "live"
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,26 +148,26 @@ class ToolCallRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
-        return cls(**data)
+        return Schema(cls).validate(data)
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerRecord:
     """A worker's final state. ``reason`` holds the detail: budget, tools, provider, ..."""
 
-    index: int
+    index: Count
     task: str
     status: WorkerStatus
     reason: str | None = None
     output: str | None = None
     usage: Usage = field(default_factory=Usage)
-    cost_usd: Decimal | None = Decimal(0)
-    started: float | None = None
-    latency: float = 0.0
-    attempts: int = 0
-    calls: int = 0
-    tool_calls: int = 0
-    cached_calls: int = 0
+    cost_usd: Cost = Decimal(0)
+    started: Seconds | None = None
+    latency: Seconds = 0.0
+    attempts: Count = 0
+    calls: Count = 0
+    tool_calls: Count = 0
+    cached_calls: Count = 0
     error: str | None = None
 
     @property
@@ -206,7 +194,4 @@ class WorkerRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkerRecord:
-        values = dict(data)
-        values["usage"] = Usage.from_dict(values["usage"])
-        values["cost_usd"] = decimal_or_none(values.get("cost_usd"))
-        return cls(**values)
+        return Schema(cls).validate(data)

@@ -6,9 +6,13 @@ import bisect
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ValidationError
 
 from .calls import Usage
+from .errors import RecordError
 from .events import (
     CallFinished,
     CallRetried,
@@ -21,6 +25,7 @@ from .events import (
     WorkerFinished,
 )
 from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord, sum_costs
+from .schema import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 
 if TYPE_CHECKING:
     import pandas
@@ -37,7 +42,7 @@ class Run:
 
     run_id: str
     task: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: Annotated[dict[str, Any], shaped_like(RecordedConfig)] = field(default_factory=dict)
     started_at: str = ""
     status: RunStatus = "running"
     plan: list[str] = field(default_factory=list)
@@ -46,10 +51,13 @@ class Run:
     calls: list[CallRecord] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     retries: list[RetryRecord] = field(default_factory=list)
-    reduced: list[int] = field(default_factory=list)  # workers whose output the reducer got
+    reduced: list[Count] = field(default_factory=list)  # workers whose output the reducer got
     answer: str | None = None
     error: str | None = None
-    duration: float = 0.0
+    duration: Seconds = 0.0
+    # The history database this Run was read from (set by History.load_run only): where
+    # export looks for its cassette. Never read from JSON, so a file cannot name one.
+    history_file: Path | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- totals ----------------------------------------------------------------------
 
@@ -142,31 +150,42 @@ class Run:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Run:
-        return cls(
-            run_id=data["run_id"],
-            task=data["task"],
-            config=data.get("config", {}),
-            started_at=data.get("started_at", ""),
-            status=data["status"],
-            plan=list(data.get("plan", [])),
-            plan_raw=data.get("plan_raw", ""),
-            workers=[WorkerRecord.from_dict(w) for w in data.get("workers", [])],
-            calls=[CallRecord.from_dict(c) for c in data.get("calls", [])],
-            tool_calls=[ToolCallRecord.from_dict(t) for t in data.get("tool_calls", [])],
-            retries=[RetryRecord.from_dict(r) for r in data.get("retries", [])],
-            reduced=list(data.get("reduced", [])),
-            answer=data.get("answer"),
-            error=data.get("error"),
-            duration=float(data.get("duration", 0.0)),
-        )
+    def from_dict(cls, data: Any, source: str = "Run JSON") -> Run:
+        """The Run that ``to_dict`` gave; a one-line RecordError naming ``source`` and the
+        field if ``data`` is of another format version or does not fit the field types."""
+        if not isinstance(data, dict):
+            raise RecordError(f"{source} is not a Run: a JSON object was expected, "
+                              f"not {type(data).__name__}; pass text from Run.to_json()")
+        version = data.get("format")
+        if version != RUN_FORMAT or isinstance(version, bool):
+            shown = "no 'format' field" if version is None else f"format {_short(version)}"
+            newer = isinstance(version, int) and version > RUN_FORMAT
+            raise RecordError(
+                f"{source} has {shown}; this swarmkit reads Run JSON format {RUN_FORMAT} "
+                f"only{' (upgrade swarmkit)' if newer else ''}"
+            )
+        try:
+            return _RUN.validate(data)
+        except ValidationError as exc:
+            raise RecordError(f"{source} is garbled: {describe(exc)}; pass text from "
+                              "Run.to_json()") from None
 
     @classmethod
-    def from_json(cls, text: str) -> Run:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes, source: str = "Run JSON") -> Run:
+        try:
+            data = parse_json(text)
+        except ValueError as exc:
+            raise RecordError(f"{source} is not JSON ({exc}); it may be truncated") from None
+        return cls.from_dict(data, source)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 20 else text[:19] + "…"
 
 
 _ROLES = ("planner", "worker", "reducer")
+_RUN: Schema[Run] = Schema(Run)
 
 
 def _worker_index(record: WorkerRecord) -> int:

@@ -7,17 +7,20 @@ refreshed step is served its fresh answer next time.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
 
 from ..calls import ChatResponse, canonical_json
 from ..errors import StoreError
+from ..schema import Schema, parse_json
+from .cassette import RecordedResponse
 from .database import Database
 from .writer import Job
 
 __all__ = ["ResponseCache"]
+
+_RESPONSE: Schema[RecordedResponse] = Schema(RecordedResponse)
 
 
 def _put_job(
@@ -51,7 +54,9 @@ class ResponseCache:
         )
         if not rows:
             return None
-        return ChatResponse.from_dict(json.loads(rows[0]["response"]))
+        # A damaged or crafted row raises ValueError (the call store treats it as a miss).
+        data = _RESPONSE.validate(parse_json(rows[0]["response"]))
+        return ChatResponse.from_dict(dict(data))
 
     def put(self, fingerprint: str, occurrence: int, model: str, response: ChatResponse) -> None:
         with self.db.transaction() as conn:

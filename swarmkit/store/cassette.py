@@ -17,14 +17,25 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from ..calls import ChatResponse
+from pydantic import ValidationError
+from typing_extensions import TypedDict
+
+from ..calls import CallSource, ChatResponse
 from ..config import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
 from ..errors import CassetteError
-from ..records import decimal_or_none
+from ..schema import (
+    Cost,
+    Count,
+    RecordedConfig,
+    Schema,
+    Seconds,
+    describe,
+    parse_json,
+    shaped_like,
+)
 from .secrets import find_secret
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
@@ -32,35 +43,51 @@ __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
 CASSETTE_FORMAT = 1
 
 
-class _Reader:
-    """Typed field access that turns any malformed part into one CassetteError line."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def garbled(self, where: str, what: str) -> CassetteError:
-        return CassetteError(
-            f"cassette {self.source} is garbled: {where} {what}; re-record it with --record"
-        )
-
-    def get(self, data: Mapping[str, Any], key: str, kind: Any, where: str,
-            optional: bool = False) -> Any:
-        value = data.get(key)
-        if value is None and optional:
-            return None
-        # bool is an int subclass; a cassette with true for a count is garbled, not 1.
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            name = kind.__name__ if isinstance(kind, type) else "number"
-            raise self.garbled(where, f"has no valid {key!r} ({name})")
-        return value
-
-    def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
-        if not isinstance(value, dict):
-            raise self.garbled(where, "is not a JSON object")
-        return value
+# -- the declared shape of a cassette file ------------------------------------------------
 
 
-_NUMBER = (int, float)
+class _Usage(TypedDict, total=False):
+    prompt_tokens: Count | None
+    completion_tokens: Count | None
+    cached_tokens: Count | None
+    reasoning_tokens: Count | None
+    requests: Count
+
+
+class _ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class RecordedResponse(TypedDict, total=False):
+    """What ``ChatResponse.to_dict`` writes and ``ChatResponse.from_dict`` reads."""
+
+    content: str | None
+    usage: _Usage | None
+    tool_calls: list[_ToolCall] | None
+    finish_reason: str | None
+    model: str | None
+
+
+class RecordedRetry(TypedDict):
+    """A CallRetried event as recorded; replay emits it as it is."""
+
+    step: str
+    attempt: Count
+    error: str
+    delay: Seconds
+    status: Count | None
+    t: Seconds
+
+
+class RecordedRun(TypedDict):
+    run_id: str
+    started_at: str
+    task: str
+    duration: Seconds
+    status: NotRequired[str]
+    config: NotRequired[RecordedConfig]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +97,19 @@ class RecordedCall:
     step: str
     role: str
     fingerprint: str
-    occurrence: int
+    occurrence: Count
     request: dict[str, Any]
-    response: dict[str, Any] | None  # None when the call failed
-    source: str  # how the recording run was served: live or cache
-    started: float
-    latency: float
-    attempts: int
-    cost_usd: Decimal | None
+    # None when the call failed; kept as recorded, checked against RecordedResponse.
+    response: Annotated[dict[str, Any] | None, shaped_like(RecordedResponse)]
+    source: CallSource  # how the recording run was served: live or cache
+    started: Seconds
+    latency: Seconds
+    attempts: Count
+    cost_usd: Cost
     error: str | None = None
     error_type: str | None = None  # ProviderError or ResponseFormatUnsupported
-    status: int | None = None
-    retries: tuple[dict[str, Any], ...] = ()
+    status: Count | None = None
+    retries: tuple[RecordedRetry, ...] = ()
 
     def chat_response(self) -> ChatResponse:
         return ChatResponse.from_dict(self.response or {})
@@ -105,66 +133,20 @@ class RecordedCall:
             "retries": list(self.retries),
         }
 
-    @classmethod
-    def parse(cls, data: Any, where: str, reader: _Reader) -> RecordedCall:
-        data = reader.mapping(data, where)
-        response = reader.get(data, "response", dict, where, optional=True)
-        error = reader.get(data, "error", str, where, optional=True)
-        if response is None and error is None:
-            raise reader.garbled(where, "has neither a response nor an error")
-        try:
-            cost = decimal_or_none(reader.get(data, "cost_usd", str, where, optional=True))
-            if response is not None:
-                ChatResponse.from_dict(response)
-        except (ArithmeticError, KeyError, TypeError, ValueError):
-            raise reader.garbled(where, "has an unreadable response or cost") from None
-        retries = reader.get(data, "retries", list, where, optional=True) or []
-        return cls(
-            step=reader.get(data, "step", str, where),
-            role=reader.get(data, "role", str, where),
-            fingerprint=reader.get(data, "fingerprint", str, where),
-            occurrence=reader.get(data, "occurrence", int, where),
-            request=reader.get(data, "request", dict, where),
-            response=response,
-            source=reader.get(data, "source", str, where),
-            started=float(reader.get(data, "started", _NUMBER, where)),
-            latency=float(reader.get(data, "latency", _NUMBER, where)),
-            attempts=reader.get(data, "attempts", int, where),
-            cost_usd=cost,
-            error=error,
-            error_type=reader.get(data, "error_type", str, where, optional=True),
-            status=reader.get(data, "status", int, where, optional=True),
-            retries=tuple(_parse_retry(r, f"{where}.retries[{i}]", reader)
-                          for i, r in enumerate(retries)),
-        )
-
-
-def _parse_retry(data: Any, where: str, reader: _Reader) -> dict[str, Any]:
-    """A recorded CallRetried event, checked so replay can emit it as is."""
-    data = reader.mapping(data, where)
-    return {
-        "step": reader.get(data, "step", str, where),
-        "attempt": reader.get(data, "attempt", int, where),
-        "error": reader.get(data, "error", str, where),
-        "delay": float(reader.get(data, "delay", _NUMBER, where)),
-        "status": reader.get(data, "status", int, where, optional=True),
-        "t": float(reader.get(data, "t", _NUMBER, where)),
-    }
-
 
 @dataclass(frozen=True, slots=True)
 class RecordedTool:
     """One tool execution as recorded; replay returns it instead of running the tool."""
 
     step: str
-    hop: int
+    hop: Count
     name: str
     arguments: str
-    occurrence: int
+    occurrence: Count
     result: str | None
     error: str | None
-    duration: float
-    started: float | None
+    duration: Seconds
+    started: Seconds | None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,21 +161,14 @@ class RecordedTool:
             "started": self.started,
         }
 
-    @classmethod
-    def parse(cls, data: Any, where: str, reader: _Reader) -> RecordedTool:
-        data = reader.mapping(data, where)
-        started = reader.get(data, "started", _NUMBER, where, optional=True)
-        return cls(
-            step=reader.get(data, "step", str, where),
-            hop=reader.get(data, "hop", int, where),
-            name=reader.get(data, "name", str, where),
-            arguments=reader.get(data, "arguments", str, where),
-            occurrence=reader.get(data, "occurrence", int, where),
-            result=reader.get(data, "result", str, where, optional=True),
-            error=reader.get(data, "error", str, where, optional=True),
-            duration=float(reader.get(data, "duration", _NUMBER, where)),
-            started=None if started is None else float(started),
-        )
+
+class _File(TypedDict):
+    run: Annotated[dict[str, Any], shaped_like(RecordedRun)]
+    calls: list[RecordedCall]
+    tools: NotRequired[list[RecordedTool] | None]
+
+
+_FILE: Schema[_File] = Schema(_File)
 
 
 @dataclass(frozen=True)
@@ -248,13 +223,13 @@ class Cassette:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
 
     @classmethod
-    def loads(cls, text: str, source: str = "<text>") -> Cassette:
+    def loads(cls, text: str | bytes, source: str = "<text>") -> Cassette:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = parse_json(text)
+        except ValueError as exc:
             raise CassetteError(
-                f"cassette {source} is not JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg}); it may be truncated, re-record it with --record"
+                f"cassette {source} is not JSON ({exc}); it may be truncated, re-record it "
+                "with --record"
             ) from None
         if not isinstance(data, dict) or "swarmkit_cassette" not in data:
             raise CassetteError(
@@ -262,10 +237,15 @@ class Cassette:
                 "pass a file written by --record or run.export"
             )
         version = data["swarmkit_cassette"]
-        reader = _Reader(source)
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise reader.garbled("'swarmkit_cassette'", f"is {version!r}, not a format number")
         written_by = data.get("swarmkit_version", "an unknown version")
+        written_by = written_by if isinstance(written_by, str) else "an unknown version"
+        if not isinstance(version, int) or isinstance(version, bool):
+            shown = repr(version) if len(repr(version)) <= 20 else repr(version)[:19] + "…"
+            raise CassetteError(
+                f"cassette {source} is garbled: 'swarmkit_cassette' is {shown}, not a format "
+                f"number (this swarmkit reads format {CASSETTE_FORMAT}); re-record it with "
+                "--record"
+            )
         if version > CASSETTE_FORMAT:
             raise CassetteError(
                 f"cassette {source} has format {version} (written by swarmkit {written_by}), "
@@ -274,21 +254,25 @@ class Cassette:
         if version < CASSETTE_FORMAT:
             raise CassetteError(
                 f"cassette {source} has old format {version}, which this swarmkit no longer "
-                "reads; re-record it with --record"
+                f"reads (it reads format {CASSETTE_FORMAT}); re-record it with --record"
             )
-        run = dict(reader.mapping(data.get("run"), "'run'"))
-        for key, kind in (("run_id", str), ("started_at", str), ("task", str),
-                          ("duration", _NUMBER)):
-            reader.get(run, key, kind, "'run'")
-        calls = reader.get(data, "calls", list, "the top level")
-        tools = reader.get(data, "tools", list, "the top level", optional=True) or []
+        try:
+            checked = _FILE.validate(data)
+        except ValidationError as exc:
+            raise CassetteError(
+                f"cassette {source} is garbled: {describe(exc)}; re-record it with --record"
+            ) from None
+        for index, call in enumerate(checked["calls"]):
+            if call.response is None and call.error is None:
+                raise CassetteError(
+                    f"cassette {source} is garbled: calls[{index}] has neither a response "
+                    "nor an error; re-record it with --record"
+                )
         return cls(
-            run=run,
-            calls=tuple(RecordedCall.parse(c, f"calls[{i}]", reader) for i, c in
-                        enumerate(calls)),
-            tools=tuple(RecordedTool.parse(t, f"tools[{i}]", reader) for i, t in
-                        enumerate(tools)),
-            swarmkit_version=str(written_by),
+            run=checked["run"],
+            calls=tuple(checked["calls"]),
+            tools=tuple(checked.get("tools") or ()),
+            swarmkit_version=written_by,
             source=source,
         )
 

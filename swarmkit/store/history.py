@@ -8,22 +8,25 @@ run. ``History`` reads it back: ``recent(n)``, ``load_run(id)`` (an id prefix is
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
+from typing import Any, TypeVar
 
-from ..calls import Usage, canonical_json
+from pydantic import ValidationError
+
+from ..calls import canonical_json
 from ..config import SwarmConfig
-from ..errors import CassetteError, StoreError
+from ..errors import CassetteError, RecordError, StoreError
 from ..events import Event, RunFinished
-from ..records import CallRecord, ToolCallRecord, decimal_or_none
+from ..records import CallRecord, ToolCallRecord
 from ..run import Run, RunRecorder
+from ..schema import Cost, Count, Schema, Seconds, describe, parse_json
 from .cassette import Cassette
 from .database import Database, reset_database
 from .secrets import find_secret
@@ -47,12 +50,12 @@ class RunSummary:
     started_at: str
     task: str
     status: str
-    workers: int
-    calls: int
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd: Decimal | None
-    duration: float
+    workers: Count
+    calls: Count
+    prompt_tokens: Count | None
+    completion_tokens: Count | None
+    cost_usd: Cost
+    duration: Seconds
     models: dict[str, str]
 
 
@@ -186,54 +189,74 @@ class History:
         rows = self.db.query(
             "SELECT * FROM runs ORDER BY saved DESC, rowid DESC LIMIT ?", (max(0, n),)
         )
-        return [
-            RunSummary(
-                run_id=row["run_id"], started_at=row["started_at"], task=row["task"],
-                status=row["status"], workers=row["workers"], calls=row["calls"],
-                prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-                cost_usd=decimal_or_none(row["cost_usd"]), duration=row["duration"],
-                models=json.loads(row["models"]),
-            )
-            for row in rows
-        ]
+        summaries = []
+        for row in rows:
+            values = dict(row)
+            with contextlib.suppress(TypeError, ValueError):  # else the schema names it
+                values["models"] = parse_json(values["models"])
+            summaries.append(self._checked(_SUMMARY, values, row["run_id"]))
+        return summaries
 
     def load_run(self, run_id: str) -> Run:
         full = self.resolve(run_id)
         rows = self.db.query("SELECT run_json FROM runs WHERE run_id = ?", (full,))
-        return Run.from_json(rows[0]["run_json"])
+        text = rows[0]["run_json"]
+        source = f"history {self.path}, run {full}"
+        if not isinstance(text, str | bytes):
+            raise RecordError(f"{source} is garbled: run_json is not text; "
+                              f"{self._remedy()}")
+        run = Run.from_json(text, source)
+        run.history_file = self.path
+        return run
 
     def calls(self, run_id: str) -> list[CallRecord]:
         full = self.resolve(run_id)
         rows = self.db.query("SELECT * FROM calls WHERE run_id = ? ORDER BY seq", (full,))
-        return [
-            CallRecord(
-                step=r["step"], role=r["role"], model=r["model"], source=r["source"],
-                usage=Usage(r["prompt_tokens"], r["completion_tokens"], r["cached_tokens"],
-                            r["reasoning_tokens"], r["requests"]),
-                cost_usd=decimal_or_none(r["cost_usd"]), started=r["started"],
-                latency=r["latency"], attempts=r["attempts"], fingerprint=r["fingerprint"],
-                occurrence=r["occurrence"], error=r["error"], status=r["status"],
-            )
-            for r in rows
-        ]
+        usage = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
+                 "requests")
+        records = []
+        for row in rows:
+            values = dict(row)
+            values["usage"] = {name: values.pop(name) for name in usage}
+            records.append(self._checked(_CALL, values, full, row["seq"]))
+        return records
 
     def tool_calls(self, run_id: str) -> list[ToolCallRecord]:
         full = self.resolve(run_id)
         rows = self.db.query("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY seq", (full,))
-        return [
-            ToolCallRecord(
-                worker=r["worker"], hop=r["hop"], call_id=r["call_id"], tool=r["tool"],
-                arguments=r["arguments"], result=r["result"], error=r["error"],
-                started=r["started"], duration=r["duration"], source=r["source"],
-            )
-            for r in rows
-        ]
+        return [self._checked(_TOOL_CALL, dict(row), full, row["seq"]) for row in rows]
 
     def cassette(self, run_id: str) -> Cassette | None:
         """The run's cassette, or None when it was run without one being kept."""
         full = self.resolve(run_id)
         rows = self.db.query("SELECT cassette FROM cassettes WHERE run_id = ?", (full,))
-        return Cassette.loads(rows[0]["cassette"], f"history:{full}") if rows else None
+        if not rows:
+            return None
+        text = rows[0]["cassette"]
+        if not isinstance(text, str | bytes):
+            raise CassetteError(f"history {self.path}: the cassette of run {full} is not "
+                                f"text; {self._remedy()}")
+        return Cassette.loads(text, f"history:{full}")
+
+    def _checked(self, schema: Schema[_Row], values: dict[str, Any], run_id: str,
+                 seq: int | None = None) -> _Row:
+        """A row as a record, or a one-line RecordError naming the run and the field."""
+        try:
+            return schema.validate(values)
+        except ValidationError as exc:
+            row = f"run {run_id!r}" if seq is None else f"run {run_id!r}, row {seq}"
+            raise RecordError(f"history {self.path} is garbled ({row}): {describe(exc)}; "
+                              f"{self._remedy()}") from None
+
+    def _remedy(self) -> str:
+        return (f"move the database aside with swarmkit.store.History.reset("
+                f"{str(self.path)!r}) and a new one will be created")
+
+
+_Row = TypeVar("_Row")
+_SUMMARY: Schema[RunSummary] = Schema(RunSummary)
+_CALL: Schema[CallRecord] = Schema(CallRecord)
+_TOOL_CALL: Schema[ToolCallRecord] = Schema(ToolCallRecord)
 
 
 class HistorySink:

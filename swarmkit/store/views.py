@@ -11,6 +11,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+try:  # wraps by display width (wide characters take two columns)
+    from wcwidth import wrap
+except ImportError:  # pragma: no cover - an old wcwidth, or none: wrap by characters
+    from textwrap import wrap
+
 from ..run import Run
 from ..tables import format_cost, format_tokens
 from .history import RunSummary
@@ -19,6 +24,17 @@ __all__ = ["RunDiff", "RunListing"]
 
 _TASK_WIDTH = 48
 _ANSWER_WIDTH = 50
+
+
+def _wrapped(value: Any, width: int) -> str:
+    """A cell's text wrapped to ``width`` display columns, blank lines dropped.
+
+    Done here, not with tabulate's ``maxcolwidths``: that path parses cells as numbers
+    even with ``disable_numparse`` (tabulate 0.10 crashes on "1,127" and prints "False"
+    as "True").
+    """
+    text = "" if value is None else str(value)
+    return "\n".join("\n".join(wrap(line, width)) for line in text.splitlines() if line.strip())
 
 
 def _clip(text: str | None, width: int) -> str:
@@ -40,8 +56,8 @@ class _Rendered:
         for heading, headers, rows in self.sections():
             if heading:
                 parts.append(heading)
-            parts += [tabulate(rows, headers=list(headers), disable_numparse=True,
-                               maxcolwidths=_ANSWER_WIDTH), ""]
+            wrapped = [tuple(_wrapped(cell, _ANSWER_WIDTH) for cell in row) for row in rows]
+            parts += [tabulate(wrapped, headers=list(headers), disable_numparse=True), ""]
         return "\n".join(parts).rstrip() + "\n"
 
     def html(self) -> str:
