@@ -27,6 +27,7 @@ __all__ = [
     "MAX_COST",
     "MAX_COUNT",
     "MAX_SECONDS",
+    "MAX_TOTAL_COST",
     "Cost",
     "Count",
     "Flag",
@@ -36,6 +37,8 @@ __all__ = [
     "RecordedRole",
     "Schema",
     "Seconds",
+    "Total",
+    "TotalCost",
     "describe",
     "parse_json",
     "shaped_like",
@@ -46,34 +49,42 @@ T = TypeVar("T")
 MAX_COUNT = 10**12  # tokens, attempts, indexes: a million of them still fit in 2**63
 MAX_SECONDS = 10.0**9  # about 31 years: any real start offset, latency or duration
 MAX_COST = Decimal(10) ** 9  # dollars
+MAX_TOTAL_COST = Decimal(10) ** 30
 _COST_DIGITS = 40  # significant digits: more is a crafted number, not a price
 
 
-def _cost(value: Any) -> Decimal | None:
-    """A cost as stored (a decimal string such as "0.000012"), or None for unknown."""
-    if value is None or isinstance(value, Decimal):
-        amount = value
-    elif isinstance(value, str):
-        try:
-            amount = Decimal(value)
-        except InvalidOperation:
-            raise ValueError('should be a decimal string such as "0.0012"') from None
-    else:
-        raise ValueError('should be a decimal string such as "0.0012" or null')
-    if amount is not None and not (
-        amount.is_finite() and 0 <= amount <= MAX_COST
-        and len(amount.as_tuple().digits) <= _COST_DIGITS
-        and (amount == 0 or amount.adjusted() >= -_COST_DIGITS)
-    ):
-        raise ValueError(f"should be a finite amount from 0 to {MAX_COST} dollars")
-    return amount
+def _amount(limit: Decimal) -> Callable[[Any], Decimal | None]:
+    """A cost as stored (a decimal string such as "0.000012") up to ``limit`` dollars, or
+    None for unknown; a bounded number of digits, so formatting it stays cheap."""
+    def check(value: Any) -> Decimal | None:
+        if value is None or isinstance(value, Decimal):
+            amount = value
+        elif isinstance(value, str):
+            try:
+                amount = Decimal(value)
+            except InvalidOperation:
+                raise ValueError('should be a decimal string such as "0.0012"') from None
+        else:
+            raise ValueError('should be a decimal string such as "0.0012" or null')
+        if amount is not None and not (
+            amount.is_finite() and 0 <= amount <= limit
+            and len(amount.as_tuple().digits) <= _COST_DIGITS
+            and (amount == 0 or amount.adjusted() >= -_COST_DIGITS)
+        ):
+            raise ValueError(f"should be a finite amount from 0 to {limit} dollars")
+        return amount
+
+    return check
 
 
 Count = Annotated[int, Strict(), Field(ge=0, le=MAX_COUNT)]
 Integer = Annotated[int, Strict(), Field(ge=-MAX_COUNT, le=MAX_COUNT)]
 Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
-Cost = Annotated[Decimal | None, PlainValidator(_cost)]
+Cost = Annotated[Decimal | None, PlainValidator(_amount(MAX_COST))]
+# Sums over a run (a history row's totals): what SQLite's integers and a display can hold.
+Total = Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)]
+TotalCost = Annotated[Decimal | None, PlainValidator(_amount(MAX_TOTAL_COST))]
 
 
 def shaped_like(kind: Any) -> WrapValidator:

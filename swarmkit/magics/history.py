@@ -48,9 +48,15 @@ def history_command(magics: SwarmMagics, argv: list[str]) -> RunListing:
 
     if len(argv) > 1 or (argv and not argv[0].isdigit()):
         raise UsageError("%swarm history: expected how many runs to list, e.g. %swarm history 20")
+    from ..errors import StoreError
+    from .core import usage_error
+
     with _open(magics, "%swarm history") as history:
-        return RunListing(history.recent(int(argv[0]) if argv else DEFAULT_RECENT),
-                          str(history.path))
+        try:
+            runs = history.recent(int(argv[0]) if argv else DEFAULT_RECENT)
+        except StoreError as exc:  # a garbled row: one line, not a traceback
+            raise usage_error(exc, "%swarm history") from None
+        return RunListing(runs, str(history.path))
 
 
 def show_command(magics: SwarmMagics, argv: list[str]) -> None:

@@ -26,7 +26,7 @@ from ..errors import CassetteError, RecordError, StoreError
 from ..events import Event, RunFinished
 from ..records import CallRecord, ToolCallRecord
 from ..run import Run, RunRecorder
-from ..schema import Cost, Count, Schema, Seconds, describe, parse_json
+from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
 from .cassette import Cassette
 from .database import Database, reset_database
 from .secrets import find_secret
@@ -50,11 +50,11 @@ class RunSummary:
     started_at: str
     task: str
     status: str
-    workers: Count
-    calls: Count
-    prompt_tokens: Count | None
-    completion_tokens: Count | None
-    cost_usd: Cost
+    workers: Total
+    calls: Total
+    prompt_tokens: Total | None
+    completion_tokens: Total | None
+    cost_usd: TotalCost
     duration: Seconds
     models: dict[str, str]
 
@@ -217,7 +217,7 @@ class History:
         records = []
         for row in rows:
             values = dict(row)
-            values["usage"] = {name: values.pop(name) for name in usage}
+            values["usage"] = {name: values.pop(name, None) for name in usage}
             records.append(self._checked(_CALL, values, full, row["seq"]))
         return records
 
