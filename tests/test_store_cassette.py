@@ -67,7 +67,8 @@ def test_round_trip_keeps_every_figure(tmp_path: Path) -> None:
          r"format 2 \(written by swarmkit 9.0\), newer .*upgrade swarmkit"),
         ('{"swarmkit_cassette": 0}', r"old format 0.*reads format 1.*re-record"),
         ('{"swarmkit_cassette": "1"}', r"garbled: 'swarmkit_cassette' is '1'"),
-        ('{"swarmkit_cassette": 1, "run": [], "calls": []}', r"garbled: run: Input should be a JSON object"),
+        ('{"swarmkit_cassette": 1, "run": [], "calls": []}',
+         r"garbled: run: Input should be a JSON object"),
         ('{"swarmkit_cassette": 1, "run": {"run_id": "a", "started_at": "s", "task": "t"},'
          ' "calls": []}', r"garbled: run.duration: missing"),
     ],

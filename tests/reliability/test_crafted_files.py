@@ -149,30 +149,28 @@ def check_cassette(cassette: Cassette) -> None:
         call.chat_response()
 
 
-def load_run(text: str | bytes, history: History) -> None:
+def load(read: Callable[[str | bytes, str], Any], text: str | bytes, error: type[SwarmError],
+         check: Callable[[Any], None]) -> None:
+    """``read(text, source)`` gives a value that passes ``check``, or one ``error`` line
+    naming the source; any other exception fails the test."""
     try:
-        run = Run.from_json(text, "crafted.json")
+        value = read(text, "crafted.json")
     except SwarmError as exc:
-        assert isinstance(exc, RecordError)
+        assert isinstance(exc, error)
         _one_line(str(exc))
         assert "crafted.json" in str(exc)
         event("refused")
         return
     event("loaded")
-    check_run(run, history)
+    check(value)
+
+
+def load_run(text: str | bytes, history: History) -> None:
+    load(Run.from_json, text, RecordError, lambda run: check_run(run, history))
 
 
 def load_cassette(text: str | bytes) -> None:
-    try:
-        cassette = Cassette.loads(text, "crafted.swarm.json")
-    except SwarmError as exc:
-        assert isinstance(exc, CassetteError)
-        _one_line(str(exc))
-        assert "crafted.swarm.json" in str(exc)
-        event("refused")
-        return
-    event("loaded")
-    check_cassette(cassette)
+    load(Cassette.loads, text, CassetteError, check_cassette)
 
 
 @pytest.fixture(scope="module")
