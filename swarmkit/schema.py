@@ -13,6 +13,7 @@ integers even summed over a million rows.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
@@ -20,7 +21,15 @@ from functools import cache
 from typing import Annotated, Any, Generic, TypeVar
 
 import pydantic_core
-from pydantic import Field, PlainValidator, Strict, TypeAdapter, ValidationError, WrapValidator
+from pydantic import (
+    AfterValidator,
+    Field,
+    PlainValidator,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    WrapValidator,
+)
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "Count",
     "Flag",
     "Integer",
+    "JSONObject",
     "Number",
     "RecordedConfig",
     "RecordedRole",
@@ -87,6 +97,25 @@ Total = Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)]
 TotalCost = Annotated[Decimal | None, PlainValidator(_amount(MAX_TOTAL_COST))]
 
 
+def _finite(value: Any) -> Any:
+    """``value`` if no number anywhere inside it is NaN or infinite (``1e400``): a file
+    holding one could not be written back as JSON and read again."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"holds the number {item}, which JSON cannot carry")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+# A JSON object kept as read (a request body): any shape, but only finite numbers.
+JSONObject = Annotated[dict[str, Any], AfterValidator(_finite)]
+
+
 def shaped_like(kind: Any) -> WrapValidator:
     """Check a JSON value against ``kind`` but keep the value itself, so what was read
     is what is written back (a response body, a config summary)."""
@@ -94,7 +123,7 @@ def shaped_like(kind: Any) -> WrapValidator:
         value = handler(value)
         if value is not None:
             Schema(kind).validate(value)
-        return value
+        return _finite(value)
 
     return WrapValidator(check)
 

@@ -29,6 +29,7 @@ from ..errors import CassetteError
 from ..schema import (
     Cost,
     Count,
+    JSONObject,
     RecordedConfig,
     Schema,
     Seconds,
@@ -98,7 +99,7 @@ class RecordedCall:
     role: str
     fingerprint: str
     occurrence: Count
-    request: dict[str, Any]
+    request: JSONObject
     # None when the call failed; kept as recorded, checked against RecordedResponse.
     response: Annotated[dict[str, Any] | None, shaped_like(RecordedResponse)]
     source: CallSource  # how the recording run was served: live or cache

@@ -71,7 +71,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 # Placeholders for JSON that json.dumps cannot write: swapped into the text afterwards.
 _OVERFLOW, _HUGE_INT = "\x00overflow", "\x00huge-int"
 HOSTILE = [None, True, "x", "1,127", -1, -1.5, 0.5, 10**30, 2**63, math.nan, math.inf,
-           -math.inf, 1e308, [], {}, [1, 2], {"a": 1}, "\u202e", "NaN", "Infinity",
+           -math.inf, 1e308, [], {}, [1, 2], {"a": 1}, "\u202e", "\ud800", "NaN", "Infinity",
            _OVERFLOW, _HUGE_INT]
 
 json_values = st.recursive(
@@ -293,6 +293,10 @@ CASSETTE_DAMAGE: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
      lambda c: c["calls"][0]["response"].update(tool_calls=[{"id": "1", "arguments": "{}"}]),
      r"calls\[0\]\.response\.tool_calls\[0\]\.name: missing"),
     ("unknown source", lambda c: c["calls"][0].update(source="cloud"), r"calls\[0\]\.source"),
+    ("NaN inside a request", lambda c: c["calls"][0]["request"].update(temperature=math.nan),
+     r"calls\[0\]\.request: holds the number nan"),
+    ("1e400 in an unknown config key", lambda c: c["run"]["config"].update(later=_OVERFLOW),
+     "run: holds the number inf"),
     ("a retry with NaN delay",
      lambda c: next(x for x in c["calls"] if x["retries"])["retries"][0].update(delay=math.nan),
      r"retries\[0\]\.delay"),
