@@ -489,7 +489,9 @@ def test_exporting_a_run_from_json_leaves_a_database_named_inside_it_untouched(
     monkeypatch.setenv("SWARMKIT_HISTORY", str(tmp_path / "mine.db"))
     for path in (named, missing):
         data["config"]["history_path"] = str(path)
+        data["history_file"] = str(path)  # not a field a file can set
         run = Run.from_json(json.dumps(data))
+        assert run.history_file is None
         with pytest.raises(ExportError, match="no recording of run"):
             run.export(tmp_path / "out.ipynb")
     after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in elsewhere.iterdir()}
