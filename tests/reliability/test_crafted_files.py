@@ -32,7 +32,7 @@ from swarmkit.store import History
 from swarmkit.store.cassette import Cassette
 from swarmkit.store.replay import Player
 from swarmkit.store.views import RunDiff, RunListing
-from swarmkit.testing import FakeServer, Fault, FaultRule
+from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]
 ROOT = Path(__file__).resolve().parents[2]
@@ -388,6 +388,22 @@ def test_a_damaged_history_row_is_one_line_naming_the_database_and_field(
                 getattr(history, query)(run_id)
     _one_line(str(error.value))
     assert str(history_file) in str(error.value)
+
+
+def test_a_damaged_cache_row_is_a_miss_and_the_call_goes_live(
+    tmp_path: Path, options: Options
+) -> None:
+    path = tmp_path / "cached.db"
+    with FakeServer(plan_tasks=2, lifetime=120) as server:
+        first = swarmkit.run_sync("task", **options(server, cache=True, history_path=str(path)))
+        _tamper(path, "UPDATE cache SET response = "
+                      "json_set(response, '$.usage.prompt_tokens', 'many')")
+        server.clear()
+        again = swarmkit.run_sync("task", **options(server, cache=True, history_path=str(path)))
+        sent = server.count()
+    assert first.status == again.status == "completed"
+    assert sent == len(again.calls) and {c.source for c in again.calls} == {"live"}
+    assert run_problems(again) == []
 
 
 def test_rows_at_the_schema_limits_fit_the_history_and_the_views(
