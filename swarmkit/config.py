@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .urls import redact_url
+from .validation import check_base_url, validate_config
 
 __all__ = [
     "AUTO_MODEL",
@@ -96,6 +96,8 @@ class SwarmConfig:
     tool_concurrency: int = 8
     max_tool_errors: int = 3
     max_tool_result_chars: int = 8000
+    # Calls past this many in one model turn are refused (the model is told), not run.
+    max_tool_calls_per_turn: int = 16
     tool_timeout: float = 30.0
     # rate limits: rpm/tpm per key at each base URL, counted over rate_window seconds
     rpm: float | None = None
@@ -190,7 +192,7 @@ class SwarmConfig:
         shared_role: dict[str, Any] = {}
         for name, value in options.items():
             if name in _ROLE_SHARED:
-                shared_role[_ROLE_SHARED[name]] = _coerce_role_value(_ROLE_SHARED[name], value)
+                shared_role[_ROLE_SHARED[name]] = _coerce_role_value(name, value)
             elif name.split("_", 1)[0] in ROLES and name.split("_", 1)[1] in _ROLE_FIELDS:
                 continue  # per-role options are applied after the shared ones
             elif name in _ALIASES:
@@ -203,7 +205,7 @@ class SwarmConfig:
             if shared_role:
                 roles[role] = replace(roles[role], **shared_role)
             per_role = {
-                key: _coerce_role_value(key, options[f"{role}_{key}"])
+                key: _coerce_role_value(key, options[f"{role}_{key}"], f"{role}_{key}")
                 for key in _ROLE_FIELDS
                 if f"{role}_{key}" in options
             }
@@ -214,55 +216,13 @@ class SwarmConfig:
         return config
 
     def validate(self) -> None:
-        self._validate_seconds_paths_and_text()
-        if self.max_workers < 1:
-            raise ConfigError(f"workers must be at least 1, got {self.max_workers}")
-        if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")
-        if self.budget_usd is not None and self.budget_usd <= 0:
-            raise ConfigError(f"budget must be a positive USD amount, got {self.budget_usd}")
-        if self.budget_tokens is not None and self.budget_tokens <= 0:
-            raise ConfigError(f"budget_tokens must be positive, got {self.budget_tokens}")
-        for role in ROLES:
-            rc = self.role(role)
-            if rc.max_tokens < 1:
-                raise ConfigError(f"{role} max_tokens must be at least 1, got {rc.max_tokens}")
-            if rc.temperature is not None and not 0 <= rc.temperature <= 2:
-                raise ConfigError(f"temperature must be between 0 and 2, got {rc.temperature}")
+        """Raise a one-line ConfigError naming the first wrong option (see validation)."""
+        validate_config(self)
         if self.record and self.replay:
             raise ConfigError("use either record or replay, not both")
-        for name in ("rpm", "tpm"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{name} must be positive, got {value}")
-        if self.rate_window <= 0:
-            raise ConfigError(f"rate_window must be positive seconds, got {self.rate_window}")
-        if self.start_jitter is not None and not 0 <= self.start_jitter <= 0.25:
-            raise ConfigError(
-                f"start_jitter must be between 0 and 0.25 seconds, got {self.start_jitter}"
-            )
-        if self.max_tool_hops < 0 or self.tool_concurrency < 1 or self.max_tool_errors < 1:
-            raise ConfigError("tool limits must be positive (max_tool_hops may be 0)")
+        self._validate_paths_and_text()
 
-    def _validate_seconds_paths_and_text(self) -> None:
-        # `not value > 0` also refuses NaN, which would otherwise reach the HTTP client.
-        for name in ("call_timeout", "run_timeout", "tool_timeout"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"{name} must be a positive number of seconds, got {value}")
-        for name in ("backoff_base", "backoff_max"):
-            if not getattr(self, name) >= 0:
-                raise ConfigError(f"{name} must be 0 or more seconds, got {getattr(self, name)}")
-        if self.max_attempts < 1:
-            raise ConfigError(f"max_attempts must be at least 1, got {self.max_attempts}")
-        for role in ROLES:
-            url = self.role(role).base_url
-            if url is not None and (urlsplit(url).scheme not in ("http", "https")
-                                    or not urlsplit(url).netloc):
-                raise ConfigError(
-                    f"base_url must be an http:// or https:// URL such as "
-                    f"http://127.0.0.1:8000/v1, got {url!r}"
-                )
+    def _validate_paths_and_text(self) -> None:
         for name in ("record", "replay", "history_path"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
@@ -298,7 +258,9 @@ _TOP_FIELDS = {
 }
 
 
-def _coerce_role_value(key: str, value: Any) -> Any:
+def _coerce_role_value(key: str, value: Any, option: str = "") -> Any:
+    """``value`` as the RoleConfig field ``key`` needs; ``option`` is the name the user
+    wrote (``planner_base_url``), for the message."""
     try:
         if key == "api_key_env":
             names = value.split(",") if isinstance(value, str) else list(value)
@@ -311,8 +273,12 @@ def _coerce_role_value(key: str, value: Any) -> Any:
         if key == "seed":
             return _strict_int(key, value)
         if key == "temperature":
+            if isinstance(value, bool):
+                raise ConfigError(f"temperature must be a number, got {value!r}")
             return float(value)
-        if key in ("model", "base_url"):
+        if key == "base_url":
+            return check_base_url(option or key, value)
+        if key == "model":
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"{key} must be a non-empty string, got {value!r}")
             return value.strip()
@@ -333,9 +299,20 @@ def _strict_int(key: str, value: Any) -> int:
     raise ConfigError(f"{key} must be a whole number, got {value!r}")
 
 
+def _number(name: str, value: Any) -> float:
+    """A float from a number or its text; True/False and other types are refused (the
+    range, NaN and infinity are validation's job, which names the limits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+
+
 _INT_FIELDS = {
     "max_workers", "concurrency", "budget_tokens", "max_attempts", "max_tool_hops",
-    "tool_concurrency", "max_tool_errors", "max_tool_result_chars",
+    "tool_concurrency", "max_tool_errors", "max_tool_result_chars", "max_tool_calls_per_turn",
 }
 _FLOAT_FIELDS = {
     "call_timeout", "run_timeout", "backoff_base", "backoff_max", "tool_timeout", "rpm",
@@ -356,10 +333,7 @@ def _coerce_top(name: str, value: Any) -> Any:
     if name in _INT_FIELDS:
         return _strict_int(name, value)
     if name in _FLOAT_FIELDS:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{name} must be a number, got {value!r}") from None
+        return _number(name, value)
     if name in _BOOL_FIELDS:
         if isinstance(value, str):
             lowered = value.strip().lower()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 from .calls import ChatResponse, ToolCallRequest, Usage
 
 __all__ = [
+    "MAX_RETRY_AFTER",
     "ServerSentEvents",
     "StreamAccumulator",
     "error_message",
@@ -27,6 +29,10 @@ __all__ = [
     "response_text",
     "retry_after_seconds",
 ]
+
+# The longest wait any Retry-After header is read as (a day); OpenAIProvider waits at
+# most ``backoff_max`` anyway.
+MAX_RETRY_AFTER = 86400.0
 
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
@@ -208,22 +214,34 @@ def one_line(text: str, limit: int) -> str:
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return float(raw_ms) / 1000
-        except ValueError:
-            pass
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+
+    A server's header is input like any other: a number is only digits (``nan``, ``inf``,
+    ``1e400`` and other words are ignored, so the caller's own backoff applies), a
+    negative number or a date in the past means "now" (0), and an unreadable date is
+    ignored. The result is within 0 .. ``MAX_RETRY_AFTER`` (a day, for a huge number or a
+    far date); the provider then caps it at ``backoff_max``, so no header stalls a run.
+    """
+    raw_ms = _delay_number(headers.get("retry-after-ms"))
     raw = headers.get("retry-after")
-    if not raw:
+    seconds = raw_ms / 1000 if raw_ms is not None else _delay_number(raw)
+    if seconds is None and raw:
+        try:
+            seconds = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None
+    if seconds is None or math.isnan(seconds):
         return None
-    try:
-        return float(raw)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+    return min(max(0.0, seconds), MAX_RETRY_AFTER)
+
+
+_DELAY = re.compile(r"\s*([+-]?)(\d+)(?:\.(\d*))?\s*")
+
+
+def _delay_number(raw: str | None) -> float | None:
+    """A plain decimal number (a negative one: 0; a long one may be inf), else None."""
+    match = _DELAY.fullmatch(raw) if raw else None
+    if match is None:
         return None
-    return max(0.0, when.timestamp() - time.time())
+    sign, whole, fraction = match.groups()
+    return 0.0 if sign == "-" else float(f"{whole}.{fraction or 0}")

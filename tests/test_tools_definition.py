@@ -263,5 +263,5 @@ def test_collect_tools_wraps_functions_and_refuses_duplicate_names() -> None:
 
 
 def test_timeout_must_be_positive() -> None:
-    with pytest.raises(ConfigError, match="timeout must be positive"):
+    with pytest.raises(ConfigError, match="timeout must be a positive number of seconds"):
         tool(timeout=0)(search.function)

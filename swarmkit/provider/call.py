@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import re
 import time
@@ -159,7 +160,9 @@ class OpenAIProvider:
             emit(RateLimitWait(step=step, waiting=False, t=clock()))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
+        # A server's Retry-After is honoured within 0 .. backoff_max: an hour's quota reset
+        # must not hold the run, and decode already dropped NaN, inf and words.
+        if retry_after is not None and math.isfinite(retry_after):
             return min(max(retry_after, 0.0), self.config.backoff_max)
         ceiling = min(self.config.backoff_max, self.config.backoff_base * 2 ** (attempt - 1))
         return self._rng.uniform(0, ceiling)

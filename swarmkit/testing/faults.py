@@ -64,12 +64,13 @@ class Fault:
     kind: FaultKind
     http_status: int = 500
     body: str | None = None
-    retry_after: float | None = None
+    retry_after: float | str | None = None
     seconds: float = 0.0
 
     @classmethod
-    def rate_limit(cls, retry_after: float | None = None) -> Fault:
-        """HTTP 429 with a JSON error, and a ``Retry-After`` header when given."""
+    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
+        """HTTP 429 with a JSON error, and a ``Retry-After`` header when given (a str is
+        sent verbatim: an HTTP date, or the junk a broken server sends)."""
         return cls("status", http_status=429, retry_after=retry_after)
 
     @classmethod

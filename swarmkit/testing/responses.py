@@ -49,5 +49,6 @@ def fault_response(fault: Fault, *, stream: bool) -> web.Response:
         content_type = "text/plain"
     response = web.Response(text=body, status=fault.http_status, content_type=content_type)
     if fault.retry_after is not None:
-        response.headers["Retry-After"] = f"{fault.retry_after:g}"
+        value = fault.retry_after
+        response.headers["Retry-After"] = value if isinstance(value, str) else f"{value:g}"
     return response

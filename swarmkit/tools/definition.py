@@ -24,6 +24,7 @@ import pydantic
 import pydantic_core
 
 from ..errors import ConfigError, ToolError
+from ..validation import check_number
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -67,8 +68,9 @@ class Tool:
 
     def __post_init__(self) -> None:
         check_tool_name(self.name)
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"tool {self.name!r}: timeout must be positive, got {self.timeout}")
+        if self.timeout is not None:
+            check_number(f"tool {self.name!r}: timeout", self.timeout,
+                         "a positive number of seconds", 0, above=True)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
