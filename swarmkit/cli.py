@@ -66,29 +66,49 @@ class ProgressLine:
         self.stream.flush()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> Any:
+        sys.stderr.write(f"{self.prog}: {message}; see {self.prog} --help\n")
+        raise SystemExit(EXIT_USAGE)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="swarmkit", description=__doc__)
+    # Values stay text here: SwarmConfig coerces and validates them, so a bad one is a
+    # ConfigError naming the option (one line, exit 2) like in Python and the magic.
+    parser = _Parser(prog="swarmkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a planner → workers → reducer swarm")
     run.add_argument("task", help="the task, or - to read it from stdin")
     run.add_argument("--model", help="model for every role (default: auto)")
     for role in ("planner", "worker", "reducer"):
         run.add_argument(f"--{role}-model", help=f"model for the {role}")
-    run.add_argument("--workers", type=int, help="most sub-tasks the planner may create")
-    run.add_argument("--concurrency", type=int, help="workers running at once")
-    run.add_argument("--budget", help="hard USD cap for the whole run")
-    run.add_argument("--max-tokens", type=int, help="max output tokens per call")
-    run.add_argument("--temperature", type=float)
-    run.add_argument("--seed", type=int)
-    run.add_argument("--base-url", help="any OpenAI-compatible endpoint")
-    run.add_argument("--api-key-env", help="name(s) of the env var(s) holding the key")
-    run.add_argument("--rpm", type=float, help="requests per minute allowed per key")
-    run.add_argument("--tpm", type=float, help="tokens per minute allowed per key")
+        run.add_argument(f"--{role}-base-url", help=f"endpoint of the {role}")
+    for flag, help_text in _RUN_OPTIONS:
+        run.add_argument(flag, help=help_text)
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
     demo = sub.add_parser("demo", help="a full swarm on the embedded local model, no key")
     demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
-    demo.add_argument("--workers", type=int, default=4)
+    demo.add_argument("--workers", default=4, help="most sub-tasks the planner may create")
     return parser
+
+
+# Flags of `swarmkit run` that are SwarmConfig options of the same name.
+_RUN_OPTIONS = (
+    ("--workers", "most sub-tasks the planner may create"),
+    ("--concurrency", "workers running at once"),
+    ("--budget", "hard USD cap for the whole run"),
+    ("--max-tokens", "max output tokens per call"),
+    ("--temperature", "sampling temperature (0-2)"),
+    ("--seed", "sampling seed"),
+    ("--base-url", "any OpenAI-compatible endpoint"),
+    ("--api-key-env", "name(s) of the env var(s) holding the key, comma-separated"),
+    ("--rpm", "requests per minute allowed per key"),
+    ("--tpm", "tokens per minute allowed per key"),
+    ("--call-timeout", "seconds one model call may take"),
+    ("--run-timeout", "cancel the run after this many seconds"),
+)
 
 
 def _run_in_thread_loop(task: str, options: dict[str, Any], stream: TextIO) -> Run:
@@ -135,22 +155,10 @@ def _exit_code(run: Run) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     task = sys.stdin.read() if args.task == "-" else args.task
-    options = {
-        "model": args.model,
-        "planner_model": args.planner_model,
-        "worker_model": args.worker_model,
-        "reducer_model": args.reducer_model,
-        "workers": args.workers,
-        "concurrency": args.concurrency,
-        "budget": args.budget,
-        "max_tokens": args.max_tokens,
-        "temperature": args.temperature,
-        "seed": args.seed,
-        "base_url": args.base_url,
-        "api_key_env": args.api_key_env,
-        "rpm": args.rpm,
-        "tpm": args.tpm,
-    }
+    names = ["model", *(f"{role}_{field}" for role in ("planner", "worker", "reducer")
+                        for field in ("model", "base_url"))]
+    names += [flag[2:].replace("-", "_") for flag, _ in _RUN_OPTIONS]
+    options = {name: getattr(args, name) for name in names}
     run = _run_in_thread_loop(task, options, sys.stderr)
     if args.json:
         sys.stdout.write(run.to_json() + "\n")

@@ -20,6 +20,7 @@ from .validation import check_base_url, validate_config
 
 __all__ = [
     "AUTO_MODEL",
+    "DEFAULT_KEY_ENV",
     "DEFAULT_MODEL",
     "LOCAL_MODEL",
     "ROLES",
@@ -196,7 +197,7 @@ class SwarmConfig:
             elif name.split("_", 1)[0] in ROLES and name.split("_", 1)[1] in _ROLE_FIELDS:
                 continue  # per-role options are applied after the shared ones
             elif name in _ALIASES:
-                top[_ALIASES[name]] = _coerce_top(_ALIASES[name], value)
+                top[_ALIASES[name]] = _coerce_top(_ALIASES[name], value, name)
             elif name in _TOP_FIELDS:
                 top[name] = _coerce_top(name, value)
             else:
@@ -321,7 +322,8 @@ _FLOAT_FIELDS = {
 _BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache", "history"}
 
 
-def _coerce_top(name: str, value: Any) -> Any:
+def _coerce_top(name: str, value: Any, option: str = "") -> Any:
+    """``value`` as the field ``name`` needs; ``option`` is the alias the user wrote."""
     if name == "budget_usd":
         try:
             amount = Decimal(str(value).strip().lstrip("$"))
@@ -331,7 +333,7 @@ def _coerce_top(name: str, value: Any) -> Any:
             raise ConfigError(f"budget must be a finite USD amount, got {value!r}")
         return amount
     if name in _INT_FIELDS:
-        return _strict_int(name, value)
+        return _strict_int(option or name, value)
     if name in _FLOAT_FIELDS:
         return _number(name, value)
     if name in _BOOL_FIELDS:

@@ -90,6 +90,8 @@ FLAGS: list[Flag] = [
     Flag("--max-tool-errors", "tool errors before a worker fails (tools)", metavar="N"),
     Flag("--max-tool-result-chars", "tool results are cut to this many characters",
          metavar="N"),
+    Flag("--max-tool-calls-per-turn", "tool calls run per model turn; the rest are refused",
+         metavar="N"),
     Flag("--tool-timeout", "seconds one tool call may take", metavar="S"),
     # prompts
     Flag("--system", "system prompt of the workers", option="system_prompt", metavar="TEXT"),

@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import ipaddress
+import logging
 import os
 import ssl
 import sys
@@ -18,12 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import ROLES, RoleConfig, SwarmConfig
+from ..config import DEFAULT_KEY_ENV, ROLES, RoleConfig, SwarmConfig
 from ..errors import ConfigError
 from ..store.secrets import MIN_SECRET_CHARS
 from ..urls import split_credentials
+from ..validation import check_base_url
 
 __all__ = ["OPENAI_BASE_URL", "PLACEHOLDER_KEY", "Endpoint", "EndpointClients"]
+
+log = logging.getLogger("swarmkit")
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers (llama.cpp, Ollama, vLLM) ignore the key, but the SDK insists on one.
@@ -53,20 +58,33 @@ class EndpointClients:
         self._env = os.environ if env is None else env
         self._clients: dict[tuple[str, str], Any] = {}  # per base URL and key variable
         self.secrets: set[str] = set()
+        self._warned: set[tuple[str, ...]] = set()  # api_key_env tuples warned about
 
     def key_envs(self, role: RoleConfig) -> tuple[str, ...]:
         """The variables whose keys this role may use: every one of its names that is set.
 
         With several, each attempt goes to the least-loaded key (see ``swarmkit.limits``).
+        Names that are not set (often a typo) are logged once as a warning: the run goes
+        on with fewer keys than asked for.
         """
-        return tuple(name for name in role.api_key_env if self._env.get(name))
+        names = tuple(name for name in role.api_key_env if self._env.get(name))
+        if names and len(names) < len(role.api_key_env) and role.api_key_env not in self._warned:
+            self._warned.add(role.api_key_env)
+            unset = [name for name in role.api_key_env if name not in names]
+            log.warning(
+                "swarmkit: api_key_env names %s, which %s not set; calls use only %s",
+                ", ".join(unset), "is" if len(unset) == 1 else "are", ", ".join(names),
+            )
+        return names
 
     def endpoint(self, role: RoleConfig, key_env: str | None = None) -> Endpoint:
         """Where ``role`` sends its calls (with ``key_env``'s key, default: the first set);
         a ConfigError when its key is missing."""
         names = self.key_envs(role)
         name = key_env if key_env in names else next(iter(names), None)
-        base_url = role.base_url or self._env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        base_url = role.base_url or OPENAI_BASE_URL
+        if role.base_url is None and self._env.get("OPENAI_BASE_URL"):
+            base_url = check_base_url("OPENAI_BASE_URL", self._env["OPENAI_BASE_URL"])
         if name is not None:
             key = self._env[name]
             if len(key.strip()) >= MIN_SECRET_CHARS:
@@ -79,6 +97,16 @@ class EndpointClients:
             raise ConfigError(
                 f"{names_text} is not set; export it or pass api_key_env=/--api-key-env "
                 "naming the variable that holds your key"
+            )
+        if role.api_key_env not in ((), (DEFAULT_KEY_ENV,)) and not _on_this_machine(base_url):
+            # Variables were named for a remote server and none holds a key: a typo or a
+            # missing export. (A local server ignores keys; so may a remote one reached
+            # with no api_key_env at all, which gets the placeholder as before.)
+            names_text = ", ".join(role.api_key_env)
+            which = "it is not" if len(role.api_key_env) == 1 else "none of them is"
+            raise ConfigError(
+                f"api_key_env names {names_text}, but {which} set; export the key, or drop "
+                f"api_key_env if {_host(base_url)} needs no key"
             )
         first = role.api_key_env[0] if role.api_key_env else ""
         return Endpoint(base_url, first, PLACEHOLDER_KEY)
@@ -146,6 +174,21 @@ def _tls_context() -> ssl.SSLContext:
     import httpx2
 
     return httpx2.create_ssl_context()
+
+
+def _host(base_url: str) -> str:
+    return urlsplit(base_url).hostname or base_url
+
+
+def _on_this_machine(base_url: str) -> bool:
+    """Whether ``base_url`` names a loopback host (a local llama.cpp, Ollama, FakeServer)."""
+    host = _host(base_url).lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _plain_http_tls(base_url: str) -> ssl.SSLContext | None:

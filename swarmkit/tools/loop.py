@@ -2,7 +2,9 @@
 
 Each worker gets at most ``max_tool_hops`` model turns that may call tools, then one
 more turn with ``tool_choice="none"`` asking for its final answer, so it always ends.
-The calls of one turn run concurrently (at most ``tool_concurrency`` at a time).
+The calls of one turn run concurrently (at most ``tool_concurrency`` at a time); only
+the first ``max_tool_calls_per_turn`` of them run, the rest are refused (the model is
+told so, and they do not count as tool errors).
 Every call, executed or rejected, becomes a ``ToolCallFinished`` event. Only the tools
 handed to :class:`ToolLoop` can ever run: any other name is answered with an error.
 """
@@ -99,6 +101,7 @@ class _Prepared:
     arguments: dict[str, Any] | None = None
     key: ToolKey | None = None
     rejection: str | None = None
+    refused: bool = False  # past max_tool_calls_per_turn: not run, not a tool error
 
 
 class ToolLoop:
@@ -156,8 +159,16 @@ class ToolLoop:
         seen: Counter[tuple[int, str, str]],
         errors: list[str],
     ) -> list[dict[str, Any]]:
-        prepared = [self._prepare(context, hop, i, call, seen) for i, call in enumerate(calls)]
-        slots = asyncio.Semaphore(context.engine.config.tool_concurrency)
+        config = context.engine.config
+        cap = config.max_tool_calls_per_turn
+        over = (
+            f"ToolError: refused: this turn asked for {len(calls)} tool calls and at most "
+            f"{cap} run per turn (max_tool_calls_per_turn={cap}); this one was not run. "
+            f"Ask for at most {cap} at a time."
+        )
+        prepared = [self._prepare(context, hop, i, call, seen, over if i >= cap else None)
+                    for i, call in enumerate(calls)]
+        slots = asyncio.Semaphore(config.tool_concurrency)
 
         async def bounded(item: _Prepared) -> dict[str, Any]:
             async with slots:
@@ -174,6 +185,7 @@ class ToolLoop:
         position: int,
         call: ToolCallRequest,
         seen: Counter[tuple[int, str, str]],
+        refusal: str | None = None,
     ) -> _Prepared:
         found = self.tools.get(call.name)
         arguments: dict[str, Any] | None = None
@@ -195,6 +207,8 @@ class ToolLoop:
         occurrence = seen[(hop, call.name, canonical)]
         seen[(hop, call.name, canonical)] += 1
         key = ToolKey(context.step, hop, call.name, canonical, occurrence)
+        if refusal is not None:
+            return _Prepared(call, position, key=key, rejection=refusal, refused=True)
         if rejection is not None:
             return _Prepared(call, position, key=key, rejection=rejection)
         return _Prepared(call, position, found, arguments, key)
@@ -218,7 +232,7 @@ class ToolLoop:
         )
         context.tally.tool_calls += 1
         context.emit(ToolCallFinished(record, t=record.started + record.duration))
-        if outcome.error is not None:
+        if outcome.error is not None and not item.refused:
             errors.append(outcome.error)
         content = outcome.error if outcome.error is not None else outcome.result
         return {"role": "tool", "tool_call_id": item.call.id, "content": content or ""}
