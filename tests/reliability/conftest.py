@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -45,3 +45,31 @@ def options() -> Options:
 def shell() -> InteractiveShell:
     """A real IPython shell with ``%load_ext swarmkit`` done (in-memory history)."""
     return swarm_shell()
+
+
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[FakeServer]:
+    """One plain FakeServer for a test module (faults are added and cleared per test)."""
+    with FakeServer(lifetime=600) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fresh_server(module_server: FakeServer) -> FakeServer:
+    """``module_server`` with no requests recorded and no faults yet."""
+    module_server.clear()
+    return module_server
+
+
+OneLine = Callable[[str], None]
+
+
+@pytest.fixture
+def one_line() -> OneLine:
+    """``one_line(message)`` asserts what a user sees: one short line, no traceback."""
+
+    def check(message: str) -> None:
+        assert message and "\n" not in message.strip() and len(message) < 400
+        assert "Traceback" not in message
+
+    return check

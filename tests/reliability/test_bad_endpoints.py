@@ -13,7 +13,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,29 +27,16 @@ from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeServer
 
 Options = Callable[..., dict[str, Any]]
+OneLine = Callable[[str], None]
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 TYPO_ENV = "SWARMKIT_RELIABILITY_KEY_TYPO"
 ROOT = Path(__file__).resolve().parents[2]
 URL_KEY = "sk-in-the-url-0123456789abcdef"
 
 
-def _one_line(message: str) -> None:
-    assert message and "\n" not in message.strip() and len(message) < 400
-    assert "Traceback" not in message
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=600) as fake:
-        yield fake
-
-
-@pytest.fixture
-def fresh(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
+@pytest.fixture(autouse=True)
+def _typo_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TYPO_ENV, raising=False)
-    server.clear()
-    return server
-
 
 BAD_URLS = [
     ("http://[::1", "is not a valid URL (invalid IPv6 URL)"),
@@ -73,41 +60,42 @@ ROLE_OPTIONS = ["base_url", "planner_base_url", "worker_base_url", "reducer_base
 @pytest.mark.parametrize("option", ROLE_OPTIONS)
 @pytest.mark.parametrize(("url", "says"), BAD_URLS, ids=[u for u, _ in BAD_URLS])
 def test_bad_base_url_is_a_config_error_naming_the_option(
-    option: str, url: str, says: str, fresh: FakeServer, options: Options
+    option: str, url: str, says: str, fresh_server: FakeServer, options: Options,
+    one_line: OneLine,
 ) -> None:
     with pytest.raises(ConfigError) as error:
-        swarmkit.run_sync("task", **options(fresh, **{option: url}))
+        swarmkit.run_sync("task", **options(fresh_server, **{option: url}))
     message = str(error.value)
     assert message.startswith(f"{option} ") and says in message
     assert URL_KEY not in message
-    _one_line(message)
-    assert fresh.count() == 0
+    one_line(message)
+    assert fresh_server.count() == 0
 
 
 def test_bad_base_url_in_a_config_built_directly_names_the_role(
-    fresh: FakeServer, options: Options
+    fresh_server: FakeServer, options: Options
 ) -> None:
     config = SwarmConfig(reducer=RoleConfig(model="gpt-4.1-mini", base_url="http://[::1"))
     with pytest.raises(ConfigError, match=r"^reducer_base_url is not a valid URL"):
         swarmkit.run_sync("task", config=config, model="gpt-4.1-mini", api_key_env=KEY_ENV)
-    assert fresh.count() == 0
+    assert fresh_server.count() == 0
 
 
 @pytest.mark.parametrize(("url", "says"), BAD_URLS[:8], ids=[u for u, _ in BAD_URLS[:8]])
 def test_bad_base_url_in_the_magic_is_a_one_line_usage_error(
-    url: str, says: str, shell: InteractiveShell, fresh: FakeServer
+    url: str, says: str, shell: InteractiveShell, fresh_server: FakeServer, one_line: OneLine
 ) -> None:
     line = f"--model gpt-4.1-mini --api-key-env {KEY_ENV} --base-url '{url}'"
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
     assert str(error.value).startswith("%%swarm: base_url ") and says in str(error.value)
-    _one_line(str(error.value))
+    one_line(str(error.value))
     with pytest.raises(UsageError) as config_error:
         shell.run_line_magic("swarm", f"config 'worker_base_url={url}'")
     assert str(config_error.value).startswith("%swarm config: worker_base_url ")
     assert says in str(config_error.value)
-    _one_line(str(config_error.value))
-    assert fresh.count() == 0
+    one_line(str(config_error.value))
+    assert fresh_server.count() == 0
 
 
 @pytest.mark.parametrize(("flag", "url", "says"), [
@@ -131,34 +119,35 @@ def test_bad_base_url_in_swarmkit_run_is_one_line_and_exit_status_2(
 
 
 def test_bad_openai_base_url_variable_is_a_config_error_naming_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, one_line: OneLine,
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://[::1")
     with pytest.raises(ConfigError, match=r"^OPENAI_BASE_URL is not a valid URL") as error:
         swarmkit.run_sync("task", model="gpt-4.1-mini", api_key_env=KEY_ENV, history=False)
-    _one_line(str(error.value))
+    one_line(str(error.value))
 
 
 # -- key variables --------------------------------------------------------------------------
 
 
 def test_unset_name_in_a_key_pool_is_one_warning_line_and_the_set_key_is_used(
-    fresh: FakeServer, options: Options, caplog: pytest.LogCaptureFixture
+    fresh_server: FakeServer, options: Options, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="swarmkit"):
-        run = swarmkit.run_sync("task", **options(fresh, api_key_env=f"{KEY_ENV},{TYPO_ENV}"))
+        pool = f"{KEY_ENV},{TYPO_ENV}"
+        run = swarmkit.run_sync("task", **options(fresh_server, api_key_env=pool))
     assert run.status == "completed"
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert warnings == [f"swarmkit: api_key_env names {TYPO_ENV}, which is not set; calls "
                         f"use only {KEY_ENV}"]
-    keys = {r.headers.get("authorization") for r in fresh.requests}
+    keys = {r.headers.get("authorization") for r in fresh_server.requests}
     assert keys == {f"Bearer {os.environ[KEY_ENV]}"}
 
 
 def test_unset_name_in_a_key_pool_warns_in_the_magic_too(
-    shell: InteractiveShell, fresh: FakeServer, caplog: pytest.LogCaptureFixture
+    shell: InteractiveShell, fresh_server: FakeServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} "
+    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} "
             f"--api-key-env {TYPO_ENV},{KEY_ENV} --quiet --out pooled")
     with caplog.at_level(logging.WARNING, logger="swarmkit"):
         shell.run_cell_magic("swarm", line, "task")
@@ -169,7 +158,7 @@ def test_unset_name_in_a_key_pool_warns_in_the_magic_too(
 
 @pytest.mark.parametrize("names", ["SWARMKIT_NOPE_A,SWARMKIT_NOPE_B", "SWARMKIT_NOPE_A"])
 def test_no_key_set_for_a_remote_endpoint_is_a_config_error_before_any_request(
-    names: str, caplog: pytest.LogCaptureFixture
+    names: str, caplog: pytest.LogCaptureFixture, one_line: OneLine
 ) -> None:
     # example.invalid never resolves: the error must come before any connection.
     with pytest.raises(ConfigError) as error:
@@ -178,11 +167,11 @@ def test_no_key_set_for_a_remote_endpoint_is_a_config_error_before_any_request(
     message = str(error.value)
     assert message.startswith(f"api_key_env names {names.replace(',', ', ')}, but ")
     assert "drop api_key_env if example.invalid needs no key" in message
-    _one_line(message)
+    one_line(message)
 
 
-def test_no_key_set_for_a_remote_endpoint_in_the_magic_is_one_line(
-    shell: InteractiveShell,
+def test_no_key_set_for_a_remote_endpoint_in_the_magic_isone_line(
+    shell: InteractiveShell, one_line: OneLine,
 ) -> None:
     line = ("--model gpt-4.1-mini --base-url https://example.invalid/v1 "
             "--api-key-env SWARMKIT_NOPE_A,SWARMKIT_NOPE_B")
@@ -190,14 +179,14 @@ def test_no_key_set_for_a_remote_endpoint_in_the_magic_is_one_line(
         shell.run_cell_magic("swarm", line, "task")
     assert "api_key_env names SWARMKIT_NOPE_A, SWARMKIT_NOPE_B, but none of them is set" in (
         str(error.value))
-    _one_line(str(error.value))
+    one_line(str(error.value))
 
 
 def test_no_key_set_for_a_server_on_this_machine_still_runs_with_the_placeholder(
-    fresh: FakeServer, options: Options,
+    fresh_server: FakeServer, options: Options,
 ) -> None:
     # Local servers (llama.cpp, Ollama, FakeServer) ignore the key.
-    run = swarmkit.run_sync("task", **options(fresh, api_key_env="SWARMKIT_NOPE_A"))
+    run = swarmkit.run_sync("task", **options(fresh_server, api_key_env="SWARMKIT_NOPE_A"))
     assert run.status == "completed"
-    assert {r.headers.get("authorization") for r in fresh.requests} == {
+    assert {r.headers.get("authorization") for r in fresh_server.requests} == {
         "Bearer swarmkit-no-key"}

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,26 +31,10 @@ from swarmkit.run import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]
+OneLine = Callable[[str], None]
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = 120.0  # seconds: far past any bounded outcome; reaching it means a hang
-
-
-def _one_line(message: str) -> None:
-    assert message and "\n" not in message.strip() and len(message) < 400
-    assert "Traceback" not in message
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=600) as fake:
-        yield fake
-
-
-@pytest.fixture
-def fresh(server: FakeServer) -> FakeServer:
-    server.clear()
-    return server
 
 
 def _within_guard(work: Callable[[], Any]) -> Any:
@@ -96,9 +80,9 @@ HOSTILE_RETRY_AFTER = [
 
 @pytest.mark.parametrize("value", HOSTILE_RETRY_AFTER)
 def test_hostile_retry_after_is_clamped_and_the_run_completes(
-    value: str, fresh: FakeServer, options: Options
+    value: str, fresh_server: FakeServer, options: Options
 ) -> None:
-    fresh.add_fault(FaultRule(Fault.rate_limit(retry_after=value), attempts=1))
+    fresh_server.add_fault(FaultRule(Fault.rate_limit(retry_after=value), attempts=1))
     retries: list[CallRetried] = []
 
     class Retries:
@@ -108,9 +92,9 @@ def test_hostile_retry_after_is_clamped_and_the_run_completes(
 
     try:
         run: Run = _within_guard(lambda: swarmkit.run_sync(
-            "task", **options(fresh, workers=2, backoff_max=0.05), sinks=[Retries()]))
+            "task", **options(fresh_server, workers=2, backoff_max=0.05), sinks=[Retries()]))
     finally:
-        fresh.clear_faults()
+        fresh_server.clear_faults()
     assert run.status == "completed" and run_problems(run) == []
     assert retries and all(r.status == 429 for r in retries)
     # Every wait is a real number within 0 .. backoff_max, whatever the header said.
@@ -133,15 +117,15 @@ def test_retry_after_header_is_read_as_seconds_within_a_day_or_ignored(
 
 
 def test_hostile_retry_after_in_the_magic_completes(
-    shell: InteractiveShell, fresh: FakeServer
+    shell: InteractiveShell, fresh_server: FakeServer
 ) -> None:
-    fresh.add_fault(FaultRule(Fault.rate_limit(retry_after="nan"), attempts=1))
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
+    fresh_server.add_fault(FaultRule(Fault.rate_limit(retry_after="nan"), attempts=1))
+    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
             "--workers 2 --quiet --out hostile")
     try:
         _within_guard(lambda: shell.run_cell_magic("swarm", line, "task"))
     finally:
-        fresh.clear_faults()
+        fresh_server.clear_faults()
     assert shell.user_ns["hostile"].status == "completed"
 
 
@@ -176,23 +160,24 @@ BAD_NUMBERS: list[tuple[str, Any, str]] = [
 @pytest.mark.parametrize(("name", "value", "says"), BAD_NUMBERS,
                          ids=[f"{n}={v!r}" for n, v, _ in BAD_NUMBERS])
 def test_bad_number_is_a_config_error_naming_the_option_before_any_call(
-    name: str, value: Any, says: str, fresh: FakeServer, options: Options
+    name: str, value: Any, says: str, fresh_server: FakeServer, options: Options,
+    one_line: OneLine,
 ) -> None:
     with pytest.raises(ConfigError) as error:
-        swarmkit.run_sync("task", **options(fresh, **{name: value}))
+        swarmkit.run_sync("task", **options(fresh_server, **{name: value}))
     assert says in str(error.value)
-    _one_line(str(error.value))
-    assert fresh.count() == 0
+    one_line(str(error.value))
+    assert fresh_server.count() == 0
 
 
 def test_bad_number_in_a_config_built_directly_is_a_config_error(
-    fresh: FakeServer, options: Options
+    fresh_server: FakeServer, options: Options
 ) -> None:
     for field, value in [("rpm", math.nan), ("tool_timeout", "30"), ("max_tool_hops", -1),
                          ("max_tool_calls_per_turn", 0), ("concurrency", 2.5)]:
         with pytest.raises(ConfigError, match=f"^{field} must be"):
-            swarmkit.run_sync("task", config=SwarmConfig(**{field: value}), **options(fresh))
-    assert fresh.count() == 0
+            swarmkit.run_sync("task", config=SwarmConfig(**{field: value}), **options(fresh_server))
+    assert fresh_server.count() == 0
 
 
 BAD_FLAGS = [
@@ -213,20 +198,22 @@ BAD_FLAGS = [
 
 @pytest.mark.parametrize(("flags", "says"), BAD_FLAGS, ids=[f for f, _ in BAD_FLAGS])
 def test_bad_number_in_the_magic_is_a_one_line_usage_error(
-    flags: str, says: str, shell: InteractiveShell, fresh: FakeServer
+    flags: str, says: str, shell: InteractiveShell, fresh_server: FakeServer,
+    one_line: OneLine,
 ) -> None:
-    line = f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} {flags}"
+    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
+            f"{flags}")
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
     assert str(error.value).startswith("%%swarm: ") and says in str(error.value)
-    _one_line(str(error.value))
+    one_line(str(error.value))
     flag, _, value = flags.partition(" ")
     key = flag[2:].replace("-", "_")
     with pytest.raises(UsageError) as config_error:  # the same value as a session default
         shell.run_line_magic("swarm", f"config {key}={value}")
     assert says in str(config_error.value)
-    _one_line(str(config_error.value))
-    assert fresh.count() == 0
+    one_line(str(config_error.value))
+    assert fresh_server.count() == 0
 
 
 @pytest.mark.parametrize(("flags", "says"), [
