@@ -35,6 +35,7 @@ from .writer import Job
 __all__ = ["History", "HistorySink", "RunSummary", "default_history_path"]
 
 log = logging.getLogger("swarmkit")
+_ALL = 2**63 - 1  # the largest LIMIT SQLite takes
 
 
 def default_history_path() -> Path:
@@ -187,7 +188,8 @@ class History:
 
     def recent(self, n: int = 10) -> list[RunSummary]:
         rows = self.db.query(
-            "SELECT * FROM runs ORDER BY saved DESC, rowid DESC LIMIT ?", (max(0, n),)
+            # SQLite's LIMIT takes a 64-bit integer: `%swarm history 10**30` lists them all.
+            "SELECT * FROM runs ORDER BY saved DESC, rowid DESC LIMIT ?", (min(max(0, n), _ALL),)
         )
         summaries = []
         for row in rows:

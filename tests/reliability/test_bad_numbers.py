@@ -216,6 +216,16 @@ def test_bad_number_in_the_magic_is_a_one_line_usage_error(
     assert fresh_server.count() == 0
 
 
+def test_history_count_past_sqlites_integers_lists_every_run(
+    shell: InteractiveShell, fresh_server: FakeServer
+) -> None:
+    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
+            "--workers 2 --quiet --out listed")
+    shell.run_cell_magic("swarm", line, "task")
+    listing = shell.run_line_magic("swarm", "history " + "9" * 30)
+    assert shell.user_ns["listed"].run_id in [run.run_id for run in listing.runs]
+
+
 @pytest.mark.parametrize(("flags", "says"), [
     (["--rpm", "nan"], "ConfigError: rpm must be positive, got nan"),
     (["--tpm", "inf"], "ConfigError: tpm must be positive, got inf"),
