@@ -186,9 +186,10 @@ def _on_this_machine(base_url: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.is_loopback or address.is_unspecified  # 0.0.0.0 reaches this machine
 
 
 def _plain_http_tls(base_url: str) -> ssl.SSLContext | None:
