@@ -238,6 +238,7 @@ class RecordedConfig(TypedDict, total=False):
     tool_concurrency: Count
     max_tool_errors: Count
     max_tool_result_chars: Count
+    max_tool_calls_per_turn: Count
     tool_timeout: Number
     rpm: Number | None
     tpm: Number | None
