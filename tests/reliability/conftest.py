@@ -48,17 +48,17 @@ def shell() -> InteractiveShell:
 
 
 @pytest.fixture(scope="module")
-def module_server() -> Iterator[FakeServer]:
+def server() -> Iterator[FakeServer]:
     """One plain FakeServer for a test module (faults are added and cleared per test)."""
     with FakeServer(lifetime=600) as fake:
         yield fake
 
 
 @pytest.fixture
-def fresh_server(module_server: FakeServer) -> FakeServer:
-    """``module_server`` with no requests recorded and no faults yet."""
-    module_server.clear()
-    return module_server
+def fresh(server: FakeServer) -> FakeServer:
+    """``server`` with no requests recorded and no faults yet."""
+    server.clear()
+    return server
 
 
 OneLine = Callable[[str], None]

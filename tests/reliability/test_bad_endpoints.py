@@ -60,30 +60,30 @@ ROLE_OPTIONS = ["base_url", "planner_base_url", "worker_base_url", "reducer_base
 @pytest.mark.parametrize("option", ROLE_OPTIONS)
 @pytest.mark.parametrize(("url", "says"), BAD_URLS, ids=[u for u, _ in BAD_URLS])
 def test_bad_base_url_is_a_config_error_naming_the_option(
-    option: str, url: str, says: str, fresh_server: FakeServer, options: Options,
+    option: str, url: str, says: str, fresh: FakeServer, options: Options,
     one_line: OneLine,
 ) -> None:
     with pytest.raises(ConfigError) as error:
-        swarmkit.run_sync("task", **options(fresh_server, **{option: url}))
+        swarmkit.run_sync("task", **options(fresh, **{option: url}))
     message = str(error.value)
     assert message.startswith(f"{option} ") and says in message
     assert URL_KEY not in message
     one_line(message)
-    assert fresh_server.count() == 0
+    assert fresh.count() == 0
 
 
 def test_bad_base_url_in_a_config_built_directly_names_the_role(
-    fresh_server: FakeServer, options: Options
+    fresh: FakeServer, options: Options
 ) -> None:
     config = SwarmConfig(reducer=RoleConfig(model="gpt-4.1-mini", base_url="http://[::1"))
     with pytest.raises(ConfigError, match=r"^reducer_base_url is not a valid URL"):
         swarmkit.run_sync("task", config=config, model="gpt-4.1-mini", api_key_env=KEY_ENV)
-    assert fresh_server.count() == 0
+    assert fresh.count() == 0
 
 
 @pytest.mark.parametrize(("url", "says"), BAD_URLS[:8], ids=[u for u, _ in BAD_URLS[:8]])
 def test_bad_base_url_in_the_magic_is_a_one_line_usage_error(
-    url: str, says: str, shell: InteractiveShell, fresh_server: FakeServer, one_line: OneLine
+    url: str, says: str, shell: InteractiveShell, fresh: FakeServer, one_line: OneLine
 ) -> None:
     line = f"--model gpt-4.1-mini --api-key-env {KEY_ENV} --base-url '{url}'"
     with pytest.raises(UsageError) as error:
@@ -95,7 +95,7 @@ def test_bad_base_url_in_the_magic_is_a_one_line_usage_error(
     assert str(config_error.value).startswith("%swarm config: worker_base_url ")
     assert says in str(config_error.value)
     one_line(str(config_error.value))
-    assert fresh_server.count() == 0
+    assert fresh.count() == 0
 
 
 @pytest.mark.parametrize(("flag", "url", "says"), [
@@ -131,23 +131,23 @@ def test_bad_openai_base_url_variable_is_a_config_error_naming_it(
 
 
 def test_unset_name_in_a_key_pool_is_one_warning_line_and_the_set_key_is_used(
-    fresh_server: FakeServer, options: Options, caplog: pytest.LogCaptureFixture
+    fresh: FakeServer, options: Options, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="swarmkit"):
         pool = f"{KEY_ENV},{TYPO_ENV}"
-        run = swarmkit.run_sync("task", **options(fresh_server, api_key_env=pool))
+        run = swarmkit.run_sync("task", **options(fresh, api_key_env=pool))
     assert run.status == "completed"
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert warnings == [f"swarmkit: api_key_env names {TYPO_ENV}, which is not set; calls "
                         f"use only {KEY_ENV}"]
-    keys = {r.headers.get("authorization") for r in fresh_server.requests}
+    keys = {r.headers.get("authorization") for r in fresh.requests}
     assert keys == {f"Bearer {os.environ[KEY_ENV]}"}
 
 
 def test_unset_name_in_a_key_pool_warns_in_the_magic_too(
-    shell: InteractiveShell, fresh_server: FakeServer, caplog: pytest.LogCaptureFixture
+    shell: InteractiveShell, fresh: FakeServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} "
+    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} "
             f"--api-key-env {TYPO_ENV},{KEY_ENV} --quiet --out pooled")
     with caplog.at_level(logging.WARNING, logger="swarmkit"):
         shell.run_cell_magic("swarm", line, "task")
@@ -183,10 +183,10 @@ def test_no_key_set_for_a_remote_endpoint_in_the_magic_isone_line(
 
 
 def test_no_key_set_for_a_server_on_this_machine_still_runs_with_the_placeholder(
-    fresh_server: FakeServer, options: Options,
+    fresh: FakeServer, options: Options,
 ) -> None:
     # Local servers (llama.cpp, Ollama, FakeServer) ignore the key.
-    run = swarmkit.run_sync("task", **options(fresh_server, api_key_env="SWARMKIT_NOPE_A"))
+    run = swarmkit.run_sync("task", **options(fresh, api_key_env="SWARMKIT_NOPE_A"))
     assert run.status == "completed"
-    assert {r.headers.get("authorization") for r in fresh_server.requests} == {
+    assert {r.headers.get("authorization") for r in fresh.requests} == {
         "Bearer swarmkit-no-key"}

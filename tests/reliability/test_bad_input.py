@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +28,6 @@ KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 def _one_line(message: str) -> None:
     assert message and "\n" not in message and len(message) < 400
     assert "Traceback" not in message
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=300) as fake:
-        yield fake
-
-
-@pytest.fixture
-def fresh(server: FakeServer) -> FakeServer:
-    server.clear()
-    return server
 
 
 BAD_OPTIONS = [

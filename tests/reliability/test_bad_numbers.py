@@ -80,9 +80,9 @@ HOSTILE_RETRY_AFTER = [
 
 @pytest.mark.parametrize("value", HOSTILE_RETRY_AFTER)
 def test_hostile_retry_after_is_clamped_and_the_run_completes(
-    value: str, fresh_server: FakeServer, options: Options
+    value: str, fresh: FakeServer, options: Options
 ) -> None:
-    fresh_server.add_fault(FaultRule(Fault.rate_limit(retry_after=value), attempts=1))
+    fresh.add_fault(FaultRule(Fault.rate_limit(retry_after=value), attempts=1))
     retries: list[CallRetried] = []
 
     class Retries:
@@ -92,9 +92,9 @@ def test_hostile_retry_after_is_clamped_and_the_run_completes(
 
     try:
         run: Run = _within_guard(lambda: swarmkit.run_sync(
-            "task", **options(fresh_server, workers=2, backoff_max=0.05), sinks=[Retries()]))
+            "task", **options(fresh, workers=2, backoff_max=0.05), sinks=[Retries()]))
     finally:
-        fresh_server.clear_faults()
+        fresh.clear_faults()
     assert run.status == "completed" and run_problems(run) == []
     assert retries and all(r.status == 429 for r in retries)
     # Every wait is a real number within 0 .. backoff_max, whatever the header said.
@@ -117,15 +117,15 @@ def test_retry_after_header_is_read_as_seconds_within_a_day_or_ignored(
 
 
 def test_hostile_retry_after_in_the_magic_completes(
-    shell: InteractiveShell, fresh_server: FakeServer
+    shell: InteractiveShell, fresh: FakeServer
 ) -> None:
-    fresh_server.add_fault(FaultRule(Fault.rate_limit(retry_after="nan"), attempts=1))
-    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
+    fresh.add_fault(FaultRule(Fault.rate_limit(retry_after="nan"), attempts=1))
+    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
             "--workers 2 --quiet --out hostile")
     try:
         _within_guard(lambda: shell.run_cell_magic("swarm", line, "task"))
     finally:
-        fresh_server.clear_faults()
+        fresh.clear_faults()
     assert shell.user_ns["hostile"].status == "completed"
 
 
@@ -160,24 +160,24 @@ BAD_NUMBERS: list[tuple[str, Any, str]] = [
 @pytest.mark.parametrize(("name", "value", "says"), BAD_NUMBERS,
                          ids=[f"{n}={v!r}" for n, v, _ in BAD_NUMBERS])
 def test_bad_number_is_a_config_error_naming_the_option_before_any_call(
-    name: str, value: Any, says: str, fresh_server: FakeServer, options: Options,
+    name: str, value: Any, says: str, fresh: FakeServer, options: Options,
     one_line: OneLine,
 ) -> None:
     with pytest.raises(ConfigError) as error:
-        swarmkit.run_sync("task", **options(fresh_server, **{name: value}))
+        swarmkit.run_sync("task", **options(fresh, **{name: value}))
     assert says in str(error.value)
     one_line(str(error.value))
-    assert fresh_server.count() == 0
+    assert fresh.count() == 0
 
 
 def test_bad_number_in_a_config_built_directly_is_a_config_error(
-    fresh_server: FakeServer, options: Options
+    fresh: FakeServer, options: Options
 ) -> None:
     for field, value in [("rpm", math.nan), ("tool_timeout", "30"), ("max_tool_hops", -1),
                          ("max_tool_calls_per_turn", 0), ("concurrency", 2.5)]:
         with pytest.raises(ConfigError, match=f"^{field} must be"):
-            swarmkit.run_sync("task", config=SwarmConfig(**{field: value}), **options(fresh_server))
-    assert fresh_server.count() == 0
+            swarmkit.run_sync("task", config=SwarmConfig(**{field: value}), **options(fresh))
+    assert fresh.count() == 0
 
 
 BAD_FLAGS = [
@@ -198,10 +198,10 @@ BAD_FLAGS = [
 
 @pytest.mark.parametrize(("flags", "says"), BAD_FLAGS, ids=[f for f, _ in BAD_FLAGS])
 def test_bad_number_in_the_magic_is_a_one_line_usage_error(
-    flags: str, says: str, shell: InteractiveShell, fresh_server: FakeServer,
+    flags: str, says: str, shell: InteractiveShell, fresh: FakeServer,
     one_line: OneLine,
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
+    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
             f"{flags}")
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
@@ -213,13 +213,13 @@ def test_bad_number_in_the_magic_is_a_one_line_usage_error(
         shell.run_line_magic("swarm", f"config {key}={value}")
     assert says in str(config_error.value)
     one_line(str(config_error.value))
-    assert fresh_server.count() == 0
+    assert fresh.count() == 0
 
 
 def test_history_count_past_sqlites_integers_lists_every_run(
-    shell: InteractiveShell, fresh_server: FakeServer
+    shell: InteractiveShell, fresh: FakeServer
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh_server.base_url} --api-key-env {KEY_ENV} "
+    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
             "--workers 2 --quiet --out listed")
     shell.run_cell_magic("swarm", line, "task")
     listing = shell.run_line_magic("swarm", "history " + "9" * 30)
