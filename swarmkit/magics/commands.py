@@ -32,6 +32,7 @@ __all__ = [
     "last_command",
     "prices_command",
     "split_args",
+    "swarm_config",
 ]
 
 
@@ -69,7 +70,7 @@ COMMANDS: dict[str, Command] = {
     "mcp": Command("mcp add|list|remove ...",
                    "MCP servers: add NAME -- CMD [ARGS], list, remove NAME (tools for %%swarm)",
                    "swarmkit.magics.tools:mcp_command"),
-    "export": Command("export [RUN] PATH.ipynb",
+    "export": Command("export [RUN] PATH.ipynb [--force]",
                       "write a run as a notebook + cassette that replays offline (nbval)",
                       "swarmkit.magics.export:export_command"),
 }
@@ -155,6 +156,25 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
         raise UsageError(f"%swarm config: {exc}") from None
     magics.session_options = options
     return config_table(config, options)
+
+
+def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
+    """``%swarm config`` from Python: ``swarm_config(system_prompt="Answer in {lang}")``.
+
+    IPython expands ``{expression}`` and ``$name`` on a magic line but never in a call's
+    arguments, so a prompt with braces is set here exactly as written (the cells that
+    ``run.export`` writes use it for such values). ``reset=True`` first drops what the
+    session set. Needs ``%load_ext swarmkit``.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
+    if magics is None:
+        raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
+    if reset:
+        config_command(magics, ["reset"])
+    return config_command(magics, [f"{name}={value}" for name, value in options.items()])
 
 
 # -- prices ------------------------------------------------------------------------------
