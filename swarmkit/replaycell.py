@@ -134,7 +134,9 @@ def swarm_line(
                           "expand its braces or $; choose a name without them")
     flags = _flag_names()
     order = list(flags)
-    on_line = {name for name, value in options.items() if name in flags and line_safe(value)}
+    # A value starting with "-" would read as a flag to the line's parser.
+    on_line = {name for name, value in options.items()
+               if name in flags and line_safe(value) and not value.startswith("-")}
     for field in _ROLE_FIELDS:
         # A flag outranks %swarm config, so a shared flag would undo a per-role override
         # set there: such a field goes to the config cell whole.
@@ -175,7 +177,10 @@ def _config_source(session: Mapping[str, str], wanted: Mapping[str, str]) -> str
         return None
     if not wanted:
         return "options = %swarm config reset"
-    if not all(line_safe(value) for value in wanted.values()):
+    from .magics.commands import UNSET_VALUES
+
+    # On a %swarm config line, "none" or "default" would unset the option, not set it.
+    if not all(line_safe(v) and v.strip().lower() not in UNSET_VALUES for v in wanted.values()):
         return _python_config_source(bool(session), wanted)
     lines = ["%swarm config reset"] if session else []
     lines.append("options = %swarm config " +

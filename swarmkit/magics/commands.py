@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMANDS",
+    "UNSET_VALUES",
     "Command",
     "cancel_command",
     "commands_help",
@@ -99,7 +100,8 @@ _TOP_KEYS = (
     ("call_timeout", "call_timeout"), ("run_timeout", "run_timeout"), ("cache", "cache"),
     ("record", "record"), ("replay", "replay"), ("history_path", "history_path"),
 )
-_UNSET = ("", "none", "default")
+# ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
+UNSET_VALUES = ("", "none", "default")
 
 
 def _show(value: Any) -> str:
@@ -130,9 +132,6 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
 
 
 def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
-    from ..config import SwarmConfig
-    from ..errors import ConfigError
-
     options = dict(magics.session_options)
     if argv == ["reset"]:
         options = {"prices": options["prices"]} if "prices" in options else {}
@@ -144,16 +143,23 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
                 raise UsageError(f"%swarm config: expected key=value, got {word!r}")
             if key == "prices":
                 raise UsageError("%swarm config: set prices with %swarm prices MODEL IN OUT")
-            if value.strip().lower() in _UNSET:
+            if value.strip().lower() in UNSET_VALUES:
                 options.pop(key, None)
             else:
                 options[key] = value
-    try:
-        from .options import NOTEBOOK_DEFAULTS
+    return _set_session(magics, options, "%swarm config")
 
+
+def _set_session(magics: SwarmMagics, options: dict[str, Any], where: str) -> SmallTable:
+    """Validate ``options`` as the session's defaults, keep them, and show the table."""
+    from ..config import SwarmConfig
+    from ..errors import ConfigError
+    from .options import NOTEBOOK_DEFAULTS
+
+    try:
         config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
     except ConfigError as exc:
-        raise UsageError(f"%swarm config: {exc}") from None
+        raise UsageError(f"{where}: {exc}") from None
     magics.session_options = options
     return config_table(config, options)
 
@@ -163,8 +169,9 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
 
     IPython expands ``{expression}`` and ``$name`` on a magic line but never in a call's
     arguments, so a prompt with braces is set here exactly as written (the cells that
-    ``run.export`` writes use it for such values). ``reset=True`` first drops what the
-    session set. Needs ``%load_ext swarmkit``.
+    ``run.export`` writes use it for such values); every value is taken as given, and
+    ``None`` unsets a key. ``reset=True`` first drops what the session set. Needs
+    ``%load_ext swarmkit``.
     """
     from IPython import get_ipython
 
@@ -172,9 +179,13 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
     magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
     if magics is None:
         raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
-    if reset:
-        config_command(magics, ["reset"])
-    return config_command(magics, [f"{name}={value}" for name, value in options.items()])
+    if "prices" in options:
+        raise UsageError("swarm_config: set prices with %swarm prices MODEL IN OUT")
+    session = dict(magics.session_options)
+    kept = {"prices": session["prices"]} if "prices" in session else {}
+    merged = {**(kept if reset else session), **options}
+    return _set_session(magics, {k: v for k, v in merged.items() if v is not None},
+                        "swarm_config")
 
 
 # -- prices ------------------------------------------------------------------------------

@@ -10,12 +10,15 @@ byte for byte the recorded one, and a marker file proves no brace was ever evalu
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
@@ -146,7 +149,7 @@ def test_swarm_config_from_python_sets_the_session_as_written(
     result = shell.run_cell("from swarmkit.magics import swarm_config\n"
                             "swarm_config(system_prompt='{2*2} and $HOME', workers=3)")
     assert result.success
-    assert magics.session_options == {"system_prompt": "{2*2} and $HOME", "workers": "3"}
+    assert magics.session_options == {"system_prompt": "{2*2} and $HOME", "workers": 3}
     shell.run_cell("swarm_config(reset=True, reducer_prompt='{x}')")
     assert magics.session_options == {"reducer_prompt": "{x}"}
     from swarmkit.magics import swarm_config
@@ -301,3 +304,50 @@ def test_a_cassette_name_a_magic_line_would_expand_is_refused(
     with pytest.raises(ExportError, match="cannot name the cassette"):
         book.write(tmp_path / "named.ipynb")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- any text, through IPython's own transformations ---------------------------------------
+
+PROMPT_TEXT = st.lists(
+    st.sampled_from([*"ab {}$\n\r'\"\\-#%!?=\t", "{{", "}}", "$x", "{2*2}", "{n}",
+                     "none", "\u2028", "é"]),
+    min_size=1, max_size=12,
+).map("".join)
+
+
+def ipython_sees(shell: InteractiveShell, cell: str) -> tuple[str, str]:
+    """The (line, body) a ``%%swarm`` cell hands the magic: IPython's own transform, then
+    its expansion of the line, exactly as ``run_cell_magic`` does."""
+    call = ast.parse(shell.transform_cell(cell)).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    _, line, body = (ast.literal_eval(arg) for arg in call.value.args)
+    return shell.var_expand(line), body
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(system=PROMPT_TEXT, reducer=PROMPT_TEXT, task=PROMPT_TEXT)
+def test_any_prompt_text_reaches_the_replayed_config_unchanged(
+    shell: InteractiveShell, magics: SwarmMagics, system: str, reducer: str, task: str
+) -> None:
+    from swarmkit.errors import ConfigError
+    from swarmkit.magics.interpolate import interpolate
+    from swarmkit.magics.options import parse_line
+    from swarmkit.replaycell import swarm_cells
+
+    task = task.strip()
+    try:
+        config = swarmkit.SwarmConfig().with_options(system_prompt=system,
+                                                     reducer_prompt=reducer).summary()
+    except ConfigError:
+        assume(False)
+    assume(task and "\r" not in task and "\u2028" not in task)
+    magics.session_options = {}
+    cells, _ = swarm_cells(Run("r1", task, config=config), config, "r.swarm.json", {})
+    for setup in cells[:-1]:
+        assert shell.run_cell(setup).success
+    line, body = ipython_sees(shell, cells[-1])
+    args = parse_line(line, shell.user_ns)
+    replayed = magics.session_config(**args.config_options)
+    assert (replayed.system_prompt, replayed.reducer_prompt) == (system, reducer)
+    assert (interpolate(body, shell.user_ns) if args.interpolate else body).strip() == task
