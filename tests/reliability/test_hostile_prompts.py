@@ -306,6 +306,20 @@ def test_a_cassette_name_a_magic_line_would_expand_is_refused(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_swarmkit_demo_refuses_to_replace_a_notebook_before_starting_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarmkit.cli import main
+
+    target = tmp_path / "demo.ipynb"
+    target.write_text("keep me")
+    assert main(["demo", "--out", str(target)]) == 2
+    error = capsys.readouterr().err
+    assert one_line(error.strip()).startswith(f"swarmkit: not running the demo: {target}")
+    assert "--force" in error and "starting the embedded model" not in error
+    assert target.read_text() == "keep me"
+
+
 # -- any text, through IPython's own transformations ---------------------------------------
 
 PROMPT_TEXT = st.lists(
@@ -351,3 +365,4 @@ def test_any_prompt_text_reaches_the_replayed_config_unchanged(
     replayed = magics.session_config(**args.config_options)
     assert (replayed.system_prompt, replayed.reducer_prompt) == (system, reducer)
     assert (interpolate(body, shell.user_ns) if args.interpolate else body).strip() == task
+
