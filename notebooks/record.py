@@ -349,7 +349,7 @@ def main(argv: list[str]) -> int:
     chosen = argv or list(TUTORIALS)
     for key in chosen:
         file_name, build = TUTORIALS[key]
-        result = build().write(HERE / file_name)
+        result = build().write(HERE / file_name, overwrite=True)
         print(repr(result))
     return 0
 

@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
     demo = sub.add_parser("demo", help="a full swarm on the embedded local model, no key")
     demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
+    demo.add_argument("--force", action="store_true",
+                      help="replace the notebook and cassette if they exist")
     demo.add_argument("--workers", default=4, help="most sub-tasks the planner may create")
     return parser
 
@@ -168,8 +170,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .export import export_paths, export_run
+    from .notebook import existing
+
+    if not args.force and (taken := existing(export_paths(args.out))):
+        sys.stderr.write(f"swarmkit: not running the demo: {taken}; pass --force to "
+                         "replace it, or --out OTHER.ipynb\n")
+        return EXIT_USAGE
     sys.stderr.write("starting the embedded model (SmolLM2-135M, llama.cpp) ...\n")
-    from .export import export_run
 
     options = {
         "model": "local",
@@ -184,7 +192,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     _print_run(run, sys.stdout)
     if run.status in ("completed", "partial"):
         # Every run is recorded in memory, so the export needs no cassette file first.
-        result = export_run(run, args.out, title="swarmkit demo", note=DEMO_NOTE)
+        result = export_run(run, args.out, title="swarmkit demo", note=DEMO_NOTE,
+                            overwrite=args.force)
         cassettes = ", ".join(str(path) for path in result.cassettes)
         sys.stdout.write(f"\nwrote {result.notebook} and {cassettes}; replay it offline with "
                          f"pytest --nbval {result.notebook}\n")

@@ -9,7 +9,8 @@ cell prints its tool-call table. The stored outputs come from executing the writ
 notebook in replay mode with nbclient (no timing metadata, no widget state), so a fresh
 replay, such as ``pytest --nbval compare.ipynb``, equals them. Export checks that the
 replay reproduces the run's own tables, and writes nothing that would contain the value
-of a key variable.
+of a key variable. It never replaces an existing notebook or cassette unless told to
+(``overwrite=True``, ``%swarm export ... --force``), and a failed export writes nothing.
 
 The recording comes from ``cassette=`` (a Cassette or a file), else from this process's
 recent runs (every run through the call store is recorded in memory), else from the run
@@ -34,10 +35,11 @@ from .notebook import (
     CLOSED_BASE_URL,
     NotebookPart,
     execute_notebook,
+    existing,
     render_cells,
-    write_atomically,
+    write_all,
 )
-from .replaycell import header_markdown, swarm_cells
+from .replaycell import header_markdown, line_safe, swarm_cells
 from .store.cassette import Cassette
 from .store.secrets import MIN_SECRET_CHARS, find_secret
 
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 
     from .run import Run
 
-__all__ = ["ExportResult", "ReplayNotebook", "export_run", "find_recording"]
+__all__ = ["ExportResult", "ReplayNotebook", "export_paths", "export_run", "find_recording"]
 
 CASSETTE_SUFFIX = ".swarm.json"
 TOOL_TABLE_SOURCE = "print(_swarm.tables().tool_table())"
@@ -214,15 +216,24 @@ class ReplayNotebook:
 
     @staticmethod
     def cassette_name(notebook: str | os.PathLike[str], number: int = 1) -> str:
-        stem = Path(notebook).name.removesuffix(".ipynb")
+        # The name goes on the %%swarm line, where IPython would expand braces and $.
+        stem = "".join(c if line_safe(c) else "_"
+                       for c in Path(notebook).name.removesuffix(".ipynb"))
         return f"{stem}{'' if number == 1 else f'.{number}'}{CASSETTE_SUFFIX}"
 
-    def write(self, path: str | os.PathLike[str]) -> ExportResult:
-        """Execute the notebook in replay mode and write it with its cassettes."""
+    def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> ExportResult:
+        """Execute the notebook in replay mode and write it with its cassettes.
+
+        An existing notebook or cassette is an error unless ``overwrite``; a failed
+        export writes nothing.
+        """
         target = Path(path)
         if target.suffix != ".ipynb":
             raise ExportError(f"export to a .ipynb path, not {target.name!r}")
         parts, cassettes, swarms = self._resolve(target)
+        files = [target, *(target.parent / name for name in cassettes)]
+        if not overwrite and (taken := existing(files)):
+            raise ExportError(f"not exporting: {taken}; pass overwrite=True to replace it")
         configs = [c for s in swarms.values() for c in (s.run.config, s.config)]
         secrets = key_values(configs, self.env)
         texts = {name: _shareable(swarm.cassette).dumps() for name, swarm in cassettes.items()}
@@ -240,10 +251,8 @@ class ReplayNotebook:
             _check_replay(notebook.cells[index], swarm.run)
         final = _notebook_text(notebook)
         _refuse_leak(final, f"notebook {target.name}", secrets)
-        written = []
-        for name, text in texts.items():
-            written.append(write_atomically(target.parent / name, text))
-        write_atomically(target, final)
+        written = {target.parent / name: text for name, text in texts.items()}
+        write_all({**written, target: final}, overwrite=overwrite)
         return ExportResult(target, tuple(written))
 
     def _resolve(
@@ -327,6 +336,11 @@ def _check_replay(cell: nbformat.NotebookNode, run: Run) -> None:
         )
 
 
+def export_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The files ``export_run(run, path)`` writes: the notebook and its cassette."""
+    return Path(path), Path(path).parent / ReplayNotebook.cassette_name(path)
+
+
 def export_run(
     run: Run,
     path: str | os.PathLike[str],
@@ -338,12 +352,15 @@ def export_run(
     env: Mapping[str, str] | None = None,
     kernel_name: str = "python3",
     timeout: float = 300.0,
+    overwrite: bool = False,
 ) -> ExportResult:
     """Write ``path`` (a notebook replaying ``run``) and its cassette beside it.
 
     ``note`` is Markdown added to the header (e.g. which model recorded the run).
     Raises :class:`~swarmkit.errors.ExportError` when there is no recording of the run,
-    when the replay does not reproduce it, or when a key value would be written.
+    when the replay does not reproduce it, when a key value would be written, or when
+    the notebook or its cassette exists and ``overwrite`` is false. A failed export
+    leaves no file behind.
     """
     book = ReplayNotebook(env=env, kernel_name=kernel_name, timeout=timeout)
     name = ReplayNotebook.cassette_name(path)
@@ -354,5 +371,5 @@ def export_run(
     if run.tool_calls:
         book.markdown("Every tool call the workers made, with the recorded results:")
         book.code(TOOL_TABLE_SOURCE)
-    return book.write(path)
+    return book.write(path, overwrite=overwrite)
 

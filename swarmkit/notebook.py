@@ -1,4 +1,5 @@
-"""Notebook plumbing for exports: cells from parts, execution with nbclient, atomic writes.
+"""Notebook plumbing for exports: cells from parts, execution with nbclient, all-or-nothing
+writes that never replace a file unless told to.
 
 Execution runs in its own thread with its own event loop, so it works from a script, from
 a notebook cell (whose thread already runs a loop) and from swarmkit's loop thread alike.
@@ -9,6 +10,7 @@ terminal; its last line is quoted when the kernel dies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import threading
@@ -25,8 +27,9 @@ __all__ = [
     "CLOSED_BASE_URL",
     "NotebookPart",
     "execute_notebook",
+    "existing",
     "render_cells",
-    "write_atomically",
+    "write_all",
 ]
 
 # Port 9 (discard) has no listener on a normal machine: a connection is refused at once,
@@ -137,21 +140,61 @@ def _last_line(log: Path) -> str:
     return lines[-1].strip()[:200] if lines else "no kernel output"
 
 
-def write_atomically(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` whole or not at all."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            # mkstemp makes 0600; a notebook and its cassette are shared like any source file.
-            os.chmod(temp, 0o644)
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise ExportError(f"cannot write {path} ({exc.strerror}); choose a writable path") from None
-    return path
+def existing(paths: Sequence[Path]) -> str | None:
+    """``"a and b"``: those of ``paths`` that exist (a link or folder too), or None."""
+    taken = [str(path) for path in paths if path.exists() or path.is_symlink()]
+    if not taken:
+        return None
+    return " and ".join(taken) + (" already exists" if len(taken) == 1 else " already exist")
 
+
+def write_all(files: Mapping[Path, str], *, overwrite: bool = False) -> None:
+    """Write every file whole, or none of them (the export's notebook and cassettes).
+
+    Each text goes to a temporary file beside its target first; only when all are
+    written are they renamed into place. A failure removes the temporary files, the
+    targets this call created and the folders it made; a target that exists stops
+    everything unless ``overwrite``.
+    """
+    made_folders: list[Path] = []
+    staged: dict[Path, Path] = {}
+    placed: list[Path] = []
+    new = {path for path in files if not (path.exists() or path.is_symlink())}
+    try:
+        for path, text in files.items():
+            for folder in reversed([path.parent, *path.parent.parents]):
+                if not folder.exists():
+                    folder.mkdir()
+                    made_folders.append(folder)
+            staged[path] = _stage(path, text)
+        if not overwrite and (taken := existing(list(files))):
+            raise ExportError(f"not exporting: {taken}; pass overwrite=True to replace it")
+        for path, temp in staged.items():
+            os.replace(temp, path)
+            placed.append(path)
+    except BaseException as exc:
+        for temp in staged.values():
+            temp.unlink(missing_ok=True)
+        for path in placed:
+            if path in new:
+                path.unlink(missing_ok=True)
+        for folder in reversed(made_folders):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, OSError):
+            raise ExportError(f"cannot write {exc.filename or 'the export'} ({exc.strerror}); "
+                              "choose a writable path") from None
+        raise
+
+
+def _stage(path: Path, text: str) -> Path:
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        # mkstemp makes 0600; a notebook and its cassette are shared like any source file.
+        os.chmod(temp, 0o644)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return Path(temp)

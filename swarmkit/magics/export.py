@@ -1,8 +1,9 @@
-"""``%swarm export [RUN] PATH.ipynb``: a run as a notebook that replays offline.
+"""``%swarm export [RUN] PATH.ipynb [--force]``: a run as a notebook that replays offline.
 
 RUN is a variable holding a Run, or a run id (prefix) from ``%swarm history``; without
 it, the last run of this session. The recording comes from this session's memory or the
-history database (see ``swarmkit.export``).
+history database (see ``swarmkit.export``). An existing notebook or cassette is kept
+unless ``--force`` is given.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["export_command"]
 
-USAGE = "%swarm export [RUN] PATH.ipynb"
+USAGE = "%swarm export [RUN] PATH.ipynb [--force]"
 
 
 def _pick(magics: SwarmMagics, which: str | None) -> Run:
@@ -48,13 +49,19 @@ def _pick(magics: SwarmMagics, which: str | None) -> Run:
 
 def export_command(magics: SwarmMagics, argv: list[str]) -> ExportResult:
     from ..errors import SwarmError
-    from ..export import export_run
+    from ..export import export_paths, export_run
+    from ..notebook import existing
     from .core import usage_error
 
+    force = "--force" in argv
+    argv = [word for word in argv if word != "--force"]
     if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):
         raise UsageError(f"%swarm export: expected {USAGE}, e.g. %swarm export report.ipynb")
+    if not force and (taken := existing(export_paths(argv[-1]))):
+        raise UsageError(f"%swarm export: not exporting: {taken}; add --force to replace it")
     run = _pick(magics, argv[0] if len(argv) == 2 else None)
     try:
-        return export_run(run, argv[-1], history_path=magics.session_config().history_file())
+        return export_run(run, argv[-1], history_path=magics.session_config().history_file(),
+                          overwrite=force)
     except SwarmError as exc:
         raise usage_error(exc, "%swarm export") from None
