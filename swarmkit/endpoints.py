@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .urls import origin
 
-__all__ = ["UsedEndpoint", "remember_endpoint", "used_endpoint"]
+__all__ = ["UsedEndpoint", "remember_endpoint", "used_endpoint", "used_key_envs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +44,9 @@ def used_endpoint(url: str) -> UsedEndpoint | None:
     """What this process used at ``url``'s scheme, host and port; None if nothing."""
     with _lock:
         return _used.get(origin(url))
+
+
+def used_key_envs() -> frozenset[str]:
+    """Every key variable this process has sent to any endpoint."""
+    with _lock:
+        return frozenset().union(*(used.key_envs for used in _used.values()))

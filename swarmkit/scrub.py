@@ -80,15 +80,16 @@ _HEADER = re.compile(
     r"""(["']?\s*[:=]\s*["']?)([^\s"',;&{}\[\]]{8,})"""
 )
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@]+)@")
+_WORD = re.compile(r"\S+")
 
 
 @functools.lru_cache(maxsize=32)
-def _patterns(secrets: frozenset[str]) -> tuple[re.Pattern[str] | None, int]:
-    """One alternation of every known value's forms, longest first; and the longest."""
+def _patterns(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """One alternation of every known value's forms, longest first."""
     forms = sorted({f for s in secrets for f in _variants(s)}, key=lambda f: (-len(f), f))
     if not forms:
-        return None, 0
-    return re.compile("|".join(re.escape(f) for f in forms)), len(forms[0])
+        return None
+    return re.compile("|".join(re.escape(f) for f in forms))
 
 
 def _basic(match: re.Match[str], secrets: frozenset[str]) -> str:
@@ -116,13 +117,10 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
     more = {v.strip() for v in extra if len(v.strip()) >= MIN_SECRET_CHARS}
     if more:
         secrets |= more
-    values, _ = _patterns(secrets)
+    values = _patterns(secrets)
     if values is not None:
         text = values.sub(REDACTED, text)
-    text = _BEARER.sub(lambda m: _shaped(m, 2), text)
-    text = _BASIC.sub(lambda m: _basic(m, secrets), text)
-    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
-    return _USERINFO.sub(r"\1***@", text)
+    return _forms(text, secrets)
 
 
 def scrub_line(text: str, limit: int) -> str:
@@ -130,45 +128,76 @@ def scrub_line(text: str, limit: int) -> str:
     return one_line(scrub(text), limit)
 
 
-def _spans(text: str, secrets: frozenset[str]) -> list[tuple[int, int]]:
-    values, _ = _patterns(secrets)
-    patterns = [p for p in (values, _BEARER, _BASIC, _HEADER, _USERINFO) if p is not None]
-    return [m.span() for p in patterns for m in p.finditer(text)]
+def _forms(text: str, secrets: frozenset[str]) -> str:
+    text = _BEARER.sub(lambda m: _shaped(m, 2), text)
+    text = _BASIC.sub(lambda m: _basic(m, secrets), text)
+    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    return _USERINFO.sub(r"\1***@", text)
+
+
+class _Held:
+    """One stage of :class:`StreamScrubber`: text held back until it is safe to pass on."""
+
+    def __init__(self, patterns: list[re.Pattern[str]], words: int, prefixes: list[str]) -> None:
+        self.patterns, self.words, self.prefixes = patterns, words, prefixes
+        self.text = ""
+
+    def take(self, piece: str) -> str:
+        """What can go on: nothing a pattern could still match, or matches, is cut."""
+        self.text += piece
+        held = self.text
+        cut = len(held)
+        if self.words:
+            starts = [m.start() for m in _WORD.finditer(held)]
+            cut = starts[-self.words] if len(starts) >= self.words else 0
+        for form in self.prefixes:  # an end that may be the start of a known value
+            for size in range(min(len(form) - 1, len(held)), 0, -1):
+                if held.endswith(form[:size]):
+                    cut = min(cut, len(held) - size)
+                    break
+        spans = [m.span() for p in self.patterns for m in p.finditer(held)]
+        moved = True
+        while moved:  # only ever moves back, so it ends
+            moved = False
+            for start, end in spans:
+                if start < cut and (cut < end or end == len(held)):
+                    cut, moved = start, True
+        out, self.text = held[:cut], held[cut:]
+        return out
+
+    def rest(self) -> str:
+        out, self.text = self.text, ""
+        return out
 
 
 class StreamScrubber:
     """Scrubs text that arrives in pieces (a streamed answer) as it arrives.
 
-    A secret split across two pieces is still found: the tail that could be the start of
-    one is held back until the next piece (or :meth:`flush`), and a credential is never
-    cut in two. Concatenating what :meth:`feed` and :meth:`flush` return gives the
-    scrubbed text.
+    A credential split across two pieces is still found: the tail that could be the start
+    of one (the last few words, and any end that begins a known value) is held back until
+    the next piece or :meth:`flush`, and a credential is never cut in two. Known values
+    are replaced first and the credential forms looked for in the result, as
+    :func:`scrub` does, so the pieces add up to ``scrub`` of the whole text.
     """
 
     def __init__(self) -> None:
         self._secrets = known_secrets()
-        _, longest = _patterns(self._secrets)
-        # Longer than any credential form before it is recognisable ("Bearer " + 8).
-        self._hold = max(32, longest)
-        self._held = ""
+        values = _patterns(self._secrets)
+        prefixes = sorted({f for s in self._secrets for f in _variants(s)})
+        self._values = _Held([values] if values is not None else [], 0, prefixes)
+        # A header form spans up to three words: ``api_key = "value"``.
+        self._forms = _Held([_BEARER, _BASIC, _HEADER, _USERINFO], 3, [])
+
+    def _values_out(self, text: str) -> str:
+        values = _patterns(self._secrets)
+        return values.sub(REDACTED, text) if values is not None and text else text
 
     def feed(self, piece: str) -> str:
-        self._held += piece
-        cut = len(self._held) - self._hold
-        if cut <= 0:
-            return ""
-        spans = _spans(self._held, self._secrets)
-        moved = True
-        while moved:  # only ever moves back, so it ends
-            moved = False
-            for start, end in spans:
-                if start < cut and (start < cut < end or end == len(self._held)):
-                    cut, moved = start, True
-        if cut <= 0:
-            return ""
-        out, self._held = self._held[:cut], self._held[cut:]
-        return scrub(out, self._secrets)
+        clean = self._values_out(self._values.take(piece))
+        out = self._forms.take(clean)
+        return _forms(out, self._secrets) if out else ""
 
     def flush(self) -> str:
-        out, self._held = self._held, ""
-        return scrub(out, self._secrets) if out else ""
+        clean = self._values_out(self._values.rest())
+        out = self._forms.take(clean) + self._forms.rest()
+        return _forms(out, self._secrets) if out else ""

@@ -16,7 +16,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from ..config import ROLES, RoleConfig, SwarmConfig
-from ..endpoints import used_endpoint
+from ..endpoints import used_endpoint, used_key_envs
 from ..errors import StoreError
 from ..run import Run
 from ..urls import origin, redact_url
@@ -75,8 +75,8 @@ def rerun_endpoints(config: SwarmConfig) -> str:
     parts = []
     for name in ROLES:
         role = config.role(name)
-        where = "the embedded model" if role.is_local else (
-            redact_url(role.base_url) if role.base_url else "the default endpoint")
+        where = ("the embedded model" if role.is_local
+                 else redact_url(role.base_url or _default_url()))
         keys = "" if role.is_local else f" (${' or $'.join(role.api_key_env)})"
         parts.append(f"{name}: {where}{keys}")
     return "; ".join(parts)
@@ -119,7 +119,11 @@ def _checked(
         if "@" in urlsplit(role.base_url).netloc:  # stored masked: the session has the real
             role = replace(role, base_url=session or (used.url if used else role.base_url))
     if not named_key:
+        # An endpoint the user named may get any key this process has used as a key; an
+        # endpoint from the file only the keys this process has sent to it.
         allowed = session_keys | (used.key_envs if used is not None else frozenset())
+        if named_url:
+            allowed |= used_key_envs()
         unknown = [k for k in role.api_key_env if k not in allowed]
         if unknown:
             raise StoreError(

@@ -299,7 +299,8 @@ def test_credentials_in_the_base_url_are_kept_out_of_every_record(
 
     def echo(request: FakeRequest) -> FakeReply | Fault:
         if request.step == "worker-1" and request.attempt == 1:
-            return Fault.status(500, body=f"bad gateway auth: {request.headers.get('authorization')}")
+            auth = request.headers.get("authorization")
+            return Fault.status(500, body=f"bad gateway auth: {auth}")
         return default_reply(request, plan_tasks=2)
 
     faults = [FaultRule(Fault.rate_limit(), step="worker-2", attempts=1)]  # adapts concurrency
