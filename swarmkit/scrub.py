@@ -27,8 +27,10 @@ import json
 import re
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from urllib.parse import quote
 
+from .calls import ChatResponse
 from .decode import one_line
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "remember_secrets",
     "scrub",
     "scrub_line",
+    "scrub_reply",
 ]
 
 REDACTED = "[redacted]"
@@ -121,6 +124,18 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
     if values is not None:
         text = values.sub(REDACTED, text)
     return _forms(text, secrets)
+
+
+def scrub_reply(
+    response: ChatResponse, streamed: str | None = None, extra: Iterable[str] = ()
+) -> ChatResponse:
+    """``response`` with its text and tool arguments scrubbed. A streamed answer's text
+    becomes ``streamed``: what a :class:`StreamScrubber` passed on while it streamed."""
+    calls = tuple(replace(c, arguments=scrub(c.arguments, extra)) for c in response.tool_calls)
+    content = response.content
+    if content is not None:
+        content = streamed if streamed is not None else scrub(content, extra)
+    return replace(response, content=content, tool_calls=calls)
 
 
 def scrub_line(text: str, limit: int) -> str:

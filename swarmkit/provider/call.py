@@ -19,7 +19,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..calls import ChatRequest, ChatResponse
@@ -37,7 +37,7 @@ from ..decode import (
 from ..errors import ProviderError, ResponseFormatUnsupported
 from ..events import CallRetried, CallStarted, Event, RateLimitWait
 from ..limits import RateLimits, worst_case_tokens
-from ..scrub import StreamScrubber, scrub
+from ..scrub import StreamScrubber, scrub, scrub_reply
 from .clients import Endpoint, EndpointClients
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
@@ -194,12 +194,10 @@ class OpenAIProvider:
         import openai
 
         body = request.body()
-        # A relay may echo the key in a reply (an answer, a tool call's arguments). The
-        # reply is scrubbed here, where it enters swarmkit, not by each writer: every copy
-        # made from it (cache, cassette, Run, history, the cell's display, the next turn's
-        # request) then holds the same clean text, so a replay matches it and no display
-        # needs a check of its own. Streamed text is scrubbed as it arrives, so the live
-        # view shows exactly the answer that is kept.
+        # A relay may echo the key in a reply. It is scrubbed here, where it enters, not
+        # by each writer: every copy (cache, cassette, Run, history, the cell's display,
+        # the next turn's request) then holds the same text, so a replay matches it and
+        # the live view (scrubbed piece by piece) shows exactly the answer that is kept.
         try:
             if request.stream:
                 return await self._streamed(client, endpoint, body, headers, on_delta)
@@ -213,7 +211,7 @@ class OpenAIProvider:
             response = parse_completion(completion)
             if response is None:
                 raise _malformed(endpoint, "no choices")
-            return self._scrubbed(response, None)
+            return scrub_reply(response, extra=self._endpoints.secrets)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, endpoint, request) from None
         except openai.APIConnectionError as exc:  # APITimeoutError is one too
@@ -267,14 +265,12 @@ class OpenAIProvider:
         response = stream.response
         accumulator = StreamAccumulator()
         events = ServerSentEvents()
-        scrubber = StreamScrubber()
-        shown: list[str] = []
+        scrubber, shown = StreamScrubber(), list[str]()
 
         def show(text: str) -> None:
-            if text:
-                shown.append(text)
-                if on_delta is not None:
-                    _deliver(on_delta, text)
+            shown.append(text)
+            if text and on_delta is not None:
+                _deliver(on_delta, text)
 
         done = False
 
@@ -309,7 +305,7 @@ class OpenAIProvider:
                 hint=_HINT_DOWN, retryable=True,
             )
         show(scrubber.flush())
-        return self._scrubbed(accumulator.response(), "".join(shown))
+        return scrub_reply(accumulator.response(), "".join(shown), self._endpoints.secrets)
 
     def _mid_answer(self, endpoint: Endpoint, message: str) -> _AttemptError:
         """An error event the server sent inside its answer (retried: it may pass)."""
@@ -351,18 +347,6 @@ class OpenAIProvider:
     def _line(self, text: str, limit: int) -> str:
         """Scrubbed first, then made one line and cut: never the other way round."""
         return one_line(self._scrub(text), limit)
-
-    def _scrubbed(self, response: ChatResponse, streamed: str | None) -> ChatResponse:
-        """``response`` with its text and tool arguments scrubbed; a streamed answer's
-        text is what was shown while it streamed (scrubbed piece by piece)."""
-        calls = tuple(replace(c, arguments=self._scrub(c.arguments))
-                      for c in response.tool_calls)
-        content = response.content
-        if streamed is not None and content is not None:
-            content = streamed
-        elif content is not None:
-            content = self._scrub(content)
-        return replace(response, content=content, tool_calls=calls)
 
 
 class _AttemptError(ProviderError):
