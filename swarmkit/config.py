@@ -261,7 +261,7 @@ class SwarmConfig:
                                     or not urlsplit(url).netloc):
                 raise ConfigError(
                     f"base_url must be an http:// or https:// URL such as "
-                    f"http://127.0.0.1:8000/v1, got {url!r}"
+                    f"http://127.0.0.1:8000/v1, got {redact_url(url)!r}"
                 )
         for name in ("record", "replay", "history_path"):
             value = getattr(self, name)

@@ -11,11 +11,13 @@ that libraries which log request URLs never see it either.
 from __future__ import annotations
 
 import base64
+import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = ["MASK", "origin", "redact_url", "split_credentials"]
 
 MASK = "***"
+_USERINFO = re.compile(r"^([^:/?#]*://)[^/?#]*@")
 
 
 def _host(netloc: str) -> str:
@@ -23,8 +25,12 @@ def _host(netloc: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any userinfo in it masked: ``http://***@host/v1``."""
-    parts = urlsplit(url)
+    """``url`` with any userinfo in it masked: ``http://***@host/v1`` (also when ``url``
+    is not a valid URL, as in the message that refuses it)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. "http://[::1": mask what looks like userinfo
+        return _USERINFO.sub(rf"\1{MASK}@", url)
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=f"{MASK}@{_host(parts.netloc)}"))

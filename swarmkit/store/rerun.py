@@ -12,6 +12,7 @@ endpoint (``base_url``, which then wins) or the key variable.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -35,9 +36,12 @@ def rerun_config(
     """The config that re-runs worker ``worker`` (1-based) of ``run`` and its reducer.
 
     ``base_url`` / ``api_key_env`` replace the stored ones for every hosted role.
-    ``trusted`` is the session's config: its endpoints and key variables may be used, as
-    may those this process has used. Any other raises StoreError saying what to pass.
+    ``trusted`` is the session's config (default: the environment's, ``SWARMKIT_*``): its
+    endpoints and key variables may be used, as may those this process has used. Any
+    other raises StoreError saying what to pass.
     """
+    if trusted is None:
+        trusted = SwarmConfig.from_env(os.environ)
     if not run.plan:
         raise StoreError(f"run {run.run_id} has no plan, so no worker to re-run; run it again")
     if not 1 <= worker <= len(run.plan):
@@ -82,28 +86,25 @@ def rerun_endpoints(config: SwarmConfig) -> str:
     return "; ".join(parts)
 
 
-def _session_names(trusted: SwarmConfig | None) -> tuple[set[str], set[str]]:
+def _session_names(trusted: SwarmConfig) -> tuple[set[str], set[str]]:
     urls: set[str] = set()
     keys: set[str] = set()
-    if trusted is not None:
-        for name in ROLES:
-            role = trusted.role(name)
-            keys.update(role.api_key_env)
-            if role.base_url is not None:
-                urls.add(role.base_url)
+    for name in ROLES:
+        role = trusted.role(name)
+        keys.update(role.api_key_env)
+        if role.base_url is not None:
+            urls.add(role.base_url)
     return urls, keys
 
 
 def _default_url() -> str:
-    import os
-
     from ..provider.clients import OPENAI_BASE_URL
 
     return os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
 
 
 def _checked(
-    run: Run, role: RoleConfig, trusted: SwarmConfig | None, *, named_url: bool,
+    run: Run, role: RoleConfig, trusted: SwarmConfig, *, named_url: bool,
     named_key: bool,
 ) -> RoleConfig:
     session_urls, session_keys = _session_names(trusted)

@@ -21,8 +21,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.errors import StoreError
 from swarmkit.magics import SwarmMagics
 from swarmkit.run import Run
+from swarmkit.store import History, rerun_config
 from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeRequest, FakeServer
 
@@ -114,6 +116,8 @@ def test_rerun_refuses_an_endpoint_the_session_has_not_used_until_one_is_named(
     assert "\n" not in message and stranger.base_url in message  # shows the endpoint
     assert "has not used" in message and "--base-url" in message  # and says what to do
     assert stranger.count() == 0 and home.count() == 0  # nothing sent anywhere
+    with History(history) as stored, pytest.raises(StoreError, match="has not used"):
+        rerun_config(stored.load_run(run.run_id), 1)  # the same rule from Python
 
     shown = rerun(shell, f"{run.run_id} --worker 1 --base-url {home.base_url}")
     assert f"worker: {home.base_url} (${KEY_ENV})" in shown  # the endpoint, before the calls

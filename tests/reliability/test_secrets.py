@@ -20,10 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import swarmkit
+from swarmkit.errors import ConfigError
 from swarmkit.events import Event
 from swarmkit.run import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
@@ -332,3 +334,15 @@ def test_the_config_table_and_errors_mask_a_base_url_userinfo(
             shell.run_line_magic("swarm", "config reset")
     assert any("https://***@relay.example/v1" in t for t in texts)
     assert leaks([*texts, *shown(captured)], key) == []
+
+
+def test_a_refused_base_url_does_not_quote_its_userinfo(
+    key: str, shell: InteractiveShell
+) -> None:
+    url = "ftp://{key}@relay.example/v1"
+    with pytest.raises(ConfigError) as refused:
+        swarmkit.run_sync("Summarise two things", base_url=url.format(key=key), history=False)
+    assert "***@" in str(refused.value) and leaks([str(refused.value)], key) == []
+    with pytest.raises(UsageError) as magic:
+        shell.run_cell_magic("swarm", f"--base-url {url.format(key=key)}", "Summarise")
+    assert leaks([str(magic.value)], key) == []
