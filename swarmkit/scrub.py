@@ -73,8 +73,8 @@ def _variants(value: str) -> set[str]:
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
-# A token as headers carry it; "credential-shaped" also asks for a digit, so that prose
-# such as "Bearer authentication" is left alone.
+# A token as headers carry it. Only a credential-shaped one (with a digit) is removed, so
+# that prose and code ("Bearer authentication", `api_key = os.environ[...]`) are left alone.
 _TOKEN = r"[A-Za-z0-9._~+/=-]{8,}"
 _BEARER = re.compile(rf"(?i)\b(bearer\s+)({_TOKEN})")
 _BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{6,}={0,2})")
@@ -146,7 +146,7 @@ def scrub_line(text: str, limit: int) -> str:
 def _forms(text: str, secrets: frozenset[str]) -> str:
     text = _BEARER.sub(lambda m: _shaped(m, 2), text)
     text = _BASIC.sub(lambda m: _basic(m, secrets), text)
-    text = _HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _HEADER.sub(lambda m: _shaped(m, 3), text)
     return _USERINFO.sub(r"\1***@", text)
 
 
