@@ -28,6 +28,7 @@ import swarmkit
 from swarmkit.errors import ConfigError
 from swarmkit.events import Event
 from swarmkit.run import Run
+from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
 from swarmkit.tools import tool
 
@@ -47,9 +48,17 @@ def leaks(texts: list[str], *secret_values: str) -> list[str]:
 
 
 def files_leaking(folder: Path, *secret_values: str) -> list[str]:
+    wait_for_writes()  # the history is written in the background
     pieces = [p.encode() for p in set().union(*(fragments(s) for s in secret_values))]
-    return [str(path.relative_to(folder)) for path in sorted(folder.rglob("*"))
-            if path.is_file() and any(p in path.read_bytes() for p in pieces)]
+    found = []
+    for path in sorted(folder.rglob("*")):
+        try:
+            data = path.read_bytes() if path.is_file() else b""
+        except FileNotFoundError:  # SQLite's -shm/-wal, removed as the database closed
+            continue
+        if any(p in data for p in pieces):
+            found.append(str(path.relative_to(folder)))
+    return found
 
 
 def basic(user: str, password: str) -> str:
