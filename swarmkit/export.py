@@ -147,7 +147,7 @@ def _refuse_leak(text: str, what: str, secrets: Mapping[str, str]) -> None:
     leaked = find_secret(text, secrets)
     if leaked is not None:
         raise ExportError(
-            f"not exporting: {what} would contain the value of ${leaked}; keep the key "
+            f"not exporting: {what} would contain the value of {leaked}; keep the key "
             "out of prompts and tool results, then run and export again"
         )
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, Usage
-from .decode import one_line
 from .errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from .events import Event, WorkerFinished, WorkerStarted
 from .limits import start_delay
 from .records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
+from .scrub import scrub, scrub_line
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -28,7 +28,7 @@ log = logging.getLogger("swarmkit")
 
 def unexpected(exc: BaseException) -> str:
     """One line for an exception swarmkit did not expect (a bug, logged with its traceback)."""
-    return (f"unexpected {type(exc).__name__}: {one_line(str(exc), 200)} (a bug; the "
+    return (f"unexpected {type(exc).__name__}: {scrub_line(str(exc), 200)} (a bug; the "
             "traceback is in the 'swarmkit' log)")
 
 
@@ -133,7 +133,8 @@ async def run_worker(
         finish("failed", reason="replay")
         raise
     except SwarmError as exc:  # ToolError and friends, raised by the tool loop
-        finish("failed", reason=getattr(exc, "reason", "tools"), error=str(exc))
+        # An MCP server's message is text from outside, like a server's error body.
+        finish("failed", reason=getattr(exc, "reason", "tools"), error=scrub(str(exc)))
     except Exception as exc:  # a bug: it fails this worker, not its siblings or the run
         log.exception("swarmkit: worker %d raised unexpectedly", index)
         finish("failed", reason="error", error=unexpected(exc))

@@ -125,7 +125,7 @@ def test_secret_scan_ignores_placeholders_and_finds_escaped_values() -> None:
     config = SwarmConfig.from_options(api_key_env="A,B", env={})
     secrets = secret_values(config, {"A": "test", "B": 'sk-"quoted"-value', "C": KEY})
     assert secrets == {"B": 'sk-"quoted"-value'}  # short placeholders and unnamed vars: no
-    assert find_secret(json.dumps({"x": 'sk-"quoted"-value'}), secrets) == "B"
+    assert find_secret(json.dumps({"x": 'sk-"quoted"-value'}), secrets) == "$B"
     assert find_secret("nothing here", secrets) is None
 
 

@@ -45,7 +45,8 @@ def swarm(
 
     def handler(request: FakeRequest) -> FakeReply:
         if request.role == "planner":
-            return FakeReply(content=json.dumps({"tasks": [f"look up order A-{1000 + i}" for i in range(tasks)]}))
+            plan = [f"look up order A-{1000 + i}" for i in range(tasks)]
+            return FakeReply(content=json.dumps({"tasks": plan}))
         if request.role == "reducer":
             return FakeReply(content="merged")
         return worker(request, turn_of(request))

@@ -105,6 +105,10 @@ UNSET_VALUES = ("", "none", "default")
 
 
 def _show(value: Any) -> str:
+    from ..urls import redact_url
+
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)  # a base URL's userinfo is a credential
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     return "-" if value is None else str(value)

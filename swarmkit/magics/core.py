@@ -39,11 +39,13 @@ LAST_HANDLE = "_swarm_handle"
 
 
 def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
-    """A swarmkit error as a one-line UsageError (no traceback in the notebook)."""
+    """A swarmkit error as a one-line UsageError (no traceback in the notebook), scrubbed:
+    a message may quote a base URL with its userinfo, or a server's words."""
     from ..errors import ConfigError
+    from ..scrub import scrub
 
     kind = "" if isinstance(exc, ConfigError) else f"{type(exc).__name__}: "
-    return UsageError(f"{where}: {kind}{exc}")
+    return UsageError(scrub(f"{where}: {kind}{exc}"))
 
 
 def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:

@@ -81,13 +81,20 @@ def diff_command(magics: SwarmMagics, argv: list[str]) -> RunDiff:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
-        raise UsageError(f"%swarm rerun: {message}; usage: %swarm rerun RUN --worker K")
+        raise UsageError(f"%swarm rerun: {message}; usage: %swarm rerun RUN --worker K "
+                         "[--base-url URL] [--api-key-env VAR] [--out NAME]")
 
 
 def rerun_command(magics: SwarmMagics, argv: list[str]) -> None:
-    """Re-run one worker of a past run and its reducer; everything else hits the cache."""
-    from ..errors import StoreError, SwarmError
+    """Re-run one worker of a past run and its reducer; everything else hits the cache.
+
+    The history may come from anywhere: the rerun says where its calls go, and refuses an
+    endpoint or key variable this session has not used unless ``--base-url`` /
+    ``--api-key-env`` name them (``swarmkit.store.rerun``).
+    """
+    from ..errors import ConfigError, StoreError, SwarmError
     from ..store import rerun_config
+    from ..store.rerun import rerun_endpoints
     from .bridge import SwarmHandle, summary_line
     from .core import LAST_RUN, check_keys, usage_error
     from .display import publish, run_bundle
@@ -96,16 +103,21 @@ def rerun_command(magics: SwarmMagics, argv: list[str]) -> None:
     parser.add_argument("run")
     parser.add_argument("--worker", type=int, required=True)
     parser.add_argument("--out")
+    parser.add_argument("--base-url")
+    parser.add_argument("--api-key-env")
     args = parser.parse_args(argv)
     if args.out is not None and not args.out.isidentifier():
         raise UsageError(f"%swarm rerun: --out needs a Python variable name, got {args.out!r}")
     with _open(magics, "%swarm rerun") as history:
         past = _load(history, args.run, "%swarm rerun")
     try:
-        config = rerun_config(past, args.worker)
-    except StoreError as exc:
+        config = rerun_config(past, args.worker, base_url=args.base_url,
+                              api_key_env=args.api_key_env, trusted=magics.session_config())
+    except (StoreError, ConfigError) as exc:
         raise usage_error(exc, "%swarm rerun") from None
     check_keys(config, os.environ)
+    print(f"%swarm rerun: worker {args.worker} of run {past.run_id} and the reducer; "
+          f"{rerun_endpoints(config)}")
     names = (LAST_RUN, *([args.out] if args.out else []))
     handle = SwarmHandle(past.task, config).start()
     try:

@@ -7,7 +7,8 @@ attempt. It retries what is worth retrying itself (the SDK's retries are off): 4
 exponential backoff that yields to ``Retry-After``. Whatever fails for good becomes a
 one-line :class:`~swarmkit.errors.ProviderError`; a server that refuses
 ``response_format`` raises :class:`~swarmkit.errors.ResponseFormatUnsupported` at once.
-Key values never appear in any message: only the names of their variables do.
+Key values never appear in any message: only the names of their variables do. Replies
+are scrubbed here too (``swarmkit.scrub``), see :meth:`OpenAIProvider._attempt`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..decode import (
 from ..errors import ProviderError, ResponseFormatUnsupported
 from ..events import CallRetried, CallStarted, Event, RateLimitWait
 from ..limits import RateLimits, worst_case_tokens
+from ..scrub import StreamScrubber, scrub, scrub_reply
 from .clients import Endpoint, EndpointClients
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
@@ -195,6 +197,10 @@ class OpenAIProvider:
         import openai
 
         body = request.body()
+        # A relay may echo the key in a reply. It is scrubbed here, where it enters, not
+        # by each writer: every copy (cache, cassette, Run, history, the cell's display,
+        # the next turn's request) then holds the same text, so a replay matches it and
+        # the live view (scrubbed piece by piece) shows exactly the answer that is kept.
         try:
             if request.stream:
                 return await self._streamed(client, endpoint, body, headers, on_delta)
@@ -208,7 +214,7 @@ class OpenAIProvider:
             response = parse_completion(completion)
             if response is None:
                 raise _malformed(endpoint, "no choices")
-            return response
+            return scrub_reply(response, extra=self._endpoints.secrets)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, endpoint, request) from None
         except openai.APIConnectionError as exc:  # APITimeoutError is one too
@@ -225,9 +231,9 @@ class OpenAIProvider:
             message = getattr(root, "message", None)  # aiohttp's, without its pseudo-status
             text = message if isinstance(message, str) else str(root)
             text = _AIOHTTP_REPR.sub(r"\1", text).strip().rstrip(".")
-            detail = one_line(text or type(root).__name__, 120)
+            detail = self._line(text or type(root).__name__, 120)
             raise _AttemptError(
-                self._scrub(f"connection dropped by {endpoint.host} ({detail})"),
+                f"connection dropped by {endpoint.host} ({detail})",
                 hint=_HINT_DOWN, retryable=True,
             ) from None
         except openai.APIResponseValidationError:
@@ -262,6 +268,13 @@ class OpenAIProvider:
         response = stream.response
         accumulator = StreamAccumulator()
         events = ServerSentEvents()
+        scrubber, shown = StreamScrubber(), list[str]()
+
+        def show(text: str) -> None:
+            shown.append(text)
+            if text and on_delta is not None:
+                _deliver(on_delta, text)
+
         done = False
 
         def take(data: str | None) -> None:
@@ -275,8 +288,8 @@ class OpenAIProvider:
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise self._mid_answer(endpoint, error_message(chunk) or "error event")
             text = accumulator.add(chunk)
-            if text and on_delta is not None:
-                _deliver(on_delta, text)
+            if text:
+                show(scrubber.feed(text))
 
         try:
             async for line in response.aiter_lines():
@@ -294,12 +307,13 @@ class OpenAIProvider:
                 f"stream from {endpoint.host} ended before the answer finished",
                 hint=_HINT_DOWN, retryable=True,
             )
-        return accumulator.response()
+        show(scrubber.flush())
+        return scrub_reply(accumulator.response(), "".join(shown), self._endpoints.secrets)
 
     def _mid_answer(self, endpoint: Endpoint, message: str) -> _AttemptError:
         """An error event the server sent inside its answer (retried: it may pass)."""
         return _AttemptError(
-            self._scrub(f"error from {endpoint.host} mid-answer: {one_line(message, 200)}"),
+            f"error from {endpoint.host} mid-answer: {self._line(message, 200)}",
             hint=_HINT_DOWN, retryable=True,
         )
 
@@ -308,9 +322,10 @@ class OpenAIProvider:
     ) -> ProviderError:
         status = int(exc.status_code)
         raw = response_text(exc.response)
-        detail = one_line(error_message(exc.body), 200) or one_line(first_line(raw), 120)
-        detail = detail or one_line(exc.message, 120)
-        message = self._scrub(f"HTTP {status} from {endpoint.host}: {detail}")
+        # Scrubbed before it is cut: a key straddling the cut would leave a fragment.
+        detail = self._line(error_message(exc.body), 200) or self._line(first_line(raw), 120)
+        detail = detail or self._line(exc.message, 120)
+        message = f"HTTP {status} from {endpoint.host}: {detail}"
         retry_after = retry_after_seconds(exc.response.headers)
         # A 4xx or 5xx that names structured output is a refusal: the planner takes the
         # next rung at once (retrying a 500 from llama.cpp does not help).
@@ -321,8 +336,8 @@ class OpenAIProvider:
         ):
             kind = request.response_format.get("type", "this")
             return ResponseFormatUnsupported(
-                self._scrub(f"{endpoint.host} does not accept response_format {kind!r} "
-                            f"(HTTP {status}: {one_line(detail, 120)}); use a simpler format"),
+                f"{endpoint.host} does not accept response_format {kind!r} "
+                f"(HTTP {status}: {one_line(detail, 120)}); use a simpler format",
                 status=status,
             )
         retryable = status in _RETRYABLE_STATUS or status >= 500
@@ -330,10 +345,11 @@ class OpenAIProvider:
                              retry_after=retry_after)
 
     def _scrub(self, text: str) -> str:
-        for secret in self._endpoints.secrets:
-            if secret:
-                text = text.replace(secret, "[redacted]")
-        return text
+        return scrub(text, self._endpoints.secrets)
+
+    def _line(self, text: str, limit: int) -> str:
+        """Scrubbed first, then made one line and cut: never the other way round."""
+        return one_line(self._scrub(text), limit)
 
 
 class _AttemptError(ProviderError):

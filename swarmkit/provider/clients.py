@@ -1,7 +1,8 @@
 """Where calls go: one endpoint per base URL and key variable, with its SDK clients.
 
 Keys are read from the environment by variable name at call time; the values are kept
-only in memory (``secrets``, so error text can be scrubbed) and never recorded.
+only in memory (``secrets``, and ``swarmkit.scrub``'s process-wide set, so that text
+from servers can be scrubbed) and never recorded.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import DEFAULT_KEY_ENV, ROLES, RoleConfig, SwarmConfig
+from ..endpoints import remember_endpoint
 from ..errors import ConfigError
-from ..store.secrets import MIN_SECRET_CHARS
+from ..scrub import MIN_SECRET_CHARS, remember_secrets
+from ..store.secrets import secret_values
 from ..urls import split_credentials
 from ..validation import check_base_url
 
@@ -57,7 +60,7 @@ class EndpointClients:
         self.config = config
         self._env = os.environ if env is None else env
         self._clients: dict[tuple[str, str], Any] = {}  # per base URL and key variable
-        self.secrets: set[str] = set()
+        self.secrets: set[str] = set(secret_values(config, self._env).values())
         self._warned: set[tuple[str, ...]] = set()  # api_key_env tuples warned about
 
     def key_envs(self, role: RoleConfig) -> tuple[str, ...]:
@@ -91,6 +94,7 @@ class EndpointClients:
                 # Shorter values are placeholders ("x", "ollama"): scrubbing them would
                 # mangle every message that happens to contain those letters.
                 self.secrets.add(key.strip())
+                remember_secrets([key])
             return Endpoint(base_url, name, key)
         if role.base_url is None:
             names_text = " or ".join(role.api_key_env) or "OPENAI_API_KEY"
@@ -125,9 +129,11 @@ class EndpointClients:
             import openai
 
             tls = _plain_http_tls(endpoint.base_url) or await asyncio.to_thread(_tls_context)
-            base_url, userinfo_auth, password = split_credentials(endpoint.base_url)
-            if password is not None and len(password) >= MIN_SECRET_CHARS:
-                self.secrets.add(password)
+            base_url, userinfo_auth, userinfo = split_credentials(endpoint.base_url)
+            found = [v for v in userinfo if len(v) >= MIN_SECRET_CHARS]
+            self.secrets.update(found)
+            remember_secrets(found)
+            remember_endpoint(endpoint.base_url, endpoint.key_env)
             client = self._clients.setdefault(
                 (endpoint.base_url, endpoint.key_env),
                 openai.AsyncOpenAI(

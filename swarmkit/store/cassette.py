@@ -304,7 +304,7 @@ class Cassette:
         leaked = find_secret(text, secrets)
         if leaked is not None:
             raise CassetteError(
-                f"not writing cassette {target}: it would contain the value of ${leaked}; "
+                f"not writing cassette {target}: it would contain the value of {leaked}; "
                 "keep the key out of prompts and tool results"
             )
         try:

@@ -73,7 +73,7 @@ def _run_job(run: Run, secrets: Mapping[str, str]) -> Job:
         leaked = find_secret(run_json, secrets)
         if leaked is not None:
             raise StoreError(
-                f"run {run.run_id} not saved to history: it holds the value of ${leaked}; "
+                f"run {run.run_id} not saved to history: it holds the value of {leaked}; "
                 "keep the key out of prompts and tool results"
             )
         usage, cost = run.usage, run.cost_usd
@@ -112,7 +112,7 @@ def _cassette_job(cassette: Cassette, secrets: Mapping[str, str]) -> Job:
         if leaked is not None:
             raise CassetteError(
                 f"cassette of run {cassette.run_id} not saved to history: it holds the value "
-                f"of ${leaked}; keep the key out of prompts and tool results"
+                f"of {leaked}; keep the key out of prompts and tool results"
             )
         conn.execute("INSERT OR REPLACE INTO cassettes VALUES (?, ?, ?)",
                      (cassette.run_id, text, time.time()))

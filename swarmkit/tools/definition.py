@@ -24,6 +24,7 @@ import pydantic
 import pydantic_core
 
 from ..errors import ConfigError, ToolError
+from ..scrub import scrub
 from ..validation import check_number
 
 __all__ = [
@@ -263,8 +264,10 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
 def render_result(value: Any, limit: int) -> str:
     """A tool's return value as text for the model: str as is, anything else as JSON,
-    cut to ``limit`` characters with a visible marker."""
+    scrubbed of credentials (``swarmkit.scrub``; before the cut, so that no fragment of a
+    key survives it), then cut to ``limit`` characters with a visible marker."""
     text = value if isinstance(value, str) else pydantic_core.to_json(value, fallback=repr).decode()
+    text = scrub(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…[truncated {len(text) - limit} chars]"
