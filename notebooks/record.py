@@ -1,5 +1,9 @@
 """Re-record the tutorial notebooks from real runs: ``python notebooks/record.py [01 02 ...]``.
 
+``python notebooks/record.py --outputs [01 ...]`` keeps the recorded runs (the cassettes
+beside each notebook) and only re-executes the notebooks, for a change in how swarmkit
+shows a run rather than in what a model said.
+
 Each tutorial replays cassettes of runs made here and now, and says what made them:
 
 - the embedded local model (SmolLM2-135M-Instruct served by llama.cpp; needs
@@ -16,6 +20,7 @@ written (``swarmkit.export.ReplayNotebook``), so ``pytest --nbval notebooks/`` p
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -25,10 +30,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's swarmkit, installed or not
 
+import nbformat  # noqa: E402
+
 import swarmkit  # noqa: E402
 from swarmkit.export import ReplayNotebook  # noqa: E402
+from swarmkit.notebook import execute_notebook  # noqa: E402
 from swarmkit.run import Run  # noqa: E402
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer  # noqa: E402
+from swarmkit.testing.notebooks import offline_env  # noqa: E402
 
 LOCAL = ("the embedded local model (SmolLM2-135M-Instruct, a 135M-parameter model served "
          "by llama.cpp on the recording machine's CPU)")
@@ -345,10 +354,36 @@ TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {
 }
 
 
+def refresh_outputs(file_name: str) -> None:
+    """Re-execute one tutorial in place, offline, against the cassettes beside it."""
+    path = HERE / file_name
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    with tempfile.TemporaryDirectory(prefix="swarmkit-tutorial-") as folder:
+        for name in notebook_files(notebook):
+            shutil.copy(HERE / name, folder)
+        execute_notebook(notebook, Path(folder), env=offline_env(pythonpath=[HERE.parent]))
+    nbformat.write(notebook, path)
+    print(f"re-executed {file_name}")
+
+
+def notebook_files(notebook: nbformat.NotebookNode) -> list[str]:
+    """The files in this folder that the notebook's cells name (cassettes, servers)."""
+    text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return [p.name for p in HERE.iterdir()
+            if p.is_file() and p.suffix != ".ipynb" and p.name in text]
+
+
 def main(argv: list[str]) -> int:
-    chosen = argv or list(TUTORIALS)
+    outputs_only = "--outputs" in argv
+    chosen = [a for a in argv if a != "--outputs"] or list(TUTORIALS)
     for key in chosen:
         file_name, build = TUTORIALS[key]
+        if outputs_only:
+            refresh_outputs(file_name)
+            continue
         result = build().write(HERE / file_name, overwrite=True)
         print(repr(result))
     return 0
