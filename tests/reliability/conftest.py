@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from swarmkit.magics import SwarmMagics
 from swarmkit.testing import FakeServer, swarm_shell
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
@@ -45,6 +46,16 @@ def options() -> Options:
 def shell() -> InteractiveShell:
     """A real IPython shell with ``%load_ext swarmkit`` done (in-memory history)."""
     return swarm_shell()
+
+
+@pytest.fixture
+def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
+    """The shell's swarm magics, with no session defaults before or after the test."""
+    instance = shell.magics_manager.registry["SwarmMagics"]
+    assert isinstance(instance, SwarmMagics)
+    instance.session_options = {}
+    yield instance
+    instance.session_options = {}
 
 
 @pytest.fixture(scope="module")

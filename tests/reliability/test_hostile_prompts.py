@@ -40,15 +40,6 @@ def server() -> Iterator[FakeServer]:
         yield fake
 
 
-@pytest.fixture
-def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
-    instance = shell.magics_manager.registry["SwarmMagics"]
-    assert isinstance(instance, SwarmMagics)
-    instance.session_options = {}
-    yield instance
-    instance.session_options = {}
-
-
 def hostile_prompts(marker: Path) -> dict[str, str]:
     evaluate = f"{{open({str(marker)!r}, 'w').write('evaluated')}}"
     return {

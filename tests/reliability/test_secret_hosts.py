@@ -47,15 +47,6 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
-    instance = shell.magics_manager.registry["SwarmMagics"]
-    assert isinstance(instance, SwarmMagics)
-    instance.session_options = {}
-    yield instance
-    instance.session_options = {}
-
-
-@pytest.fixture
 def home() -> Iterator[FakeServer]:
     drafts = itertools.count(1)
 
