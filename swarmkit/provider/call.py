@@ -87,10 +87,6 @@ class OpenAIProvider:
         self._rng = random.Random()
         self._limits = RateLimits(config)
 
-    def check_keys(self) -> None:
-        """Raise ConfigError now if any role lacks its key (instead of at its first call)."""
-        self._endpoints.check_keys()
-
     async def aclose(self) -> None:
         await self._endpoints.aclose()
 

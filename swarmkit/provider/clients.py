@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_KEY_ENV, ROLES, RoleConfig, SwarmConfig
+from ..config import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
 from ..endpoints import remember_endpoint
 from ..errors import ConfigError
 from ..scrub import MIN_SECRET_CHARS, remember_secrets
@@ -114,11 +114,6 @@ class EndpointClients:
             )
         first = role.api_key_env[0] if role.api_key_env else ""
         return Endpoint(base_url, first, PLACEHOLDER_KEY)
-
-    def check_keys(self) -> None:
-        """Raise ConfigError now if any role lacks its key (instead of at its first call)."""
-        for name in ROLES:
-            self.endpoint(self.config.role(name))
 
     async def client(self, endpoint: Endpoint) -> Any:
         """The SDK client for ``endpoint``, made on its first call."""
