@@ -119,8 +119,14 @@ async def create_engine(
         return OpenAIProvider(store_config, env=env)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
-    return Engine(config, caller=store, sinks=[*sinks, *store.sinks], worker_loop=worker_loop,
-                  **store.engine_options())
+    try:
+        return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
+                      worker_loop=worker_loop, **store.engine_options())
+    except BaseException:
+        # The engine refused the config (e.g. no price for a budgeted model): nobody
+        # else holds the store, so its history database and client close here.
+        await store.aclose()
+        raise
 
 
 async def run(

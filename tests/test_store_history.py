@@ -172,6 +172,34 @@ def test_corrupt_database_gives_a_clear_error_and_reset_moves_it_aside(
     assert History.reset(path).name == "history.db.corrupt-2"
 
 
+def _open_descriptors(path: Path) -> list[str]:
+    """This process's file descriptors on ``path`` or its -wal/-shm companions."""
+    names = {str(path.resolve()) + suffix for suffix in ("", "-wal", "-shm")}
+    fds = Path("/proc/self/fd")
+    found = []
+    for fd in fds.iterdir():
+        try:
+            target = str(fd.readlink())
+        except OSError:  # closed while listing (the listing's own descriptor)
+            continue
+        if target in names:
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_run_the_engine_refuses_closes_the_history_it_opened(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    with pytest.raises(swarmkit.ConfigError, match="my-finetune") as caught:
+        swarm(server, tmp_path, model="my-finetune", budget=1)
+    # The traceback keeps every frame's locals (the store among them) alive, so an
+    # unclosed connection would still hold the file here.
+    assert caught.traceback
+    assert (tmp_path / "history.db").exists()
+    assert _open_descriptors(tmp_path / "history.db") == []
+
+
 def test_a_database_from_a_newer_swarmkit_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     History(path).close()

@@ -4,6 +4,7 @@ loses only itself."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def _insert(n: int):  # type: ignore[no-untyped-def]
 
 
 def _rows(path: Path) -> list[int]:
-    with sqlite3.connect(path) as conn:
+    # sqlite3's own context manager ends a transaction, not the connection: closing() does.
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
         return [n for (n,) in conn.execute("SELECT n FROM t ORDER BY n")]
 
