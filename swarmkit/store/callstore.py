@@ -106,27 +106,28 @@ class CallStore:
             return cls(player=player)
         secrets = secret_values(config, env)
         history = History(config.history_file()) if config.history or config.cache else None
-        store = cls(
-            None,
-            cache=ResponseCache(history.db) if history is not None and config.cache else None,
-            refresh=config.refresh,
-            secrets=secrets,
-        )
-        store._history = history
-        # Always recorded (in memory), so any finished run can be exported afterwards.
-        store.recorder = CassetteRecorder(
-            lambda cassette: store._keep(cassette, config.record, keep=config.history)
-        )
-        store.sinks.append(store.recorder)
-        if history is not None and config.history:
-            store.sinks.append(HistorySink(history, secrets))
-        if provider_factory is not None:
-            try:
+        try:
+            store = cls(
+                None,
+                cache=ResponseCache(history.db) if history is not None and config.cache else None,
+                refresh=config.refresh,
+                secrets=secrets,
+            )
+            store._history = history
+            # Always recorded (in memory), so any finished run can be exported afterwards.
+            store.recorder = CassetteRecorder(
+                lambda cassette: store._keep(cassette, config.record, keep=config.history)
+            )
+            store.sinks.append(store.recorder)
+            if history is not None and config.history:
+                store.sinks.append(HistorySink(history, secrets))
+            if provider_factory is not None:
                 store.provider = provider_factory()
-            except BaseException:
-                if history is not None:
-                    history.close()
-                raise
+        except BaseException:
+            # No store to hand back, so nobody else could close the database.
+            if history is not None:
+                history.close()
+            raise
         return store
 
     @property
