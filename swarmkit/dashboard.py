@@ -16,6 +16,11 @@ once even while the cell blocks; and ``close()`` can flush from any thread witho
 needing the engine loop to still be running. The flusher exits by itself after the
 run's final event, so a dashboard nobody closes leaves no thread behind.
 
+Ticking. While calls are in flight the flusher also wakes once per ``TICK`` seconds
+without an event, reads the run's clock and pushes the header clock and the running
+workers' elapsed times, so a slow call never looks like a hung run. It never ticks once
+the run is idle or finished, and a tick is one more push within ``max_rate``.
+
 The worker table is one ``HTML`` widget whose value is replaced per push (at most
 ``live.MAX_ROWS`` rows plus a count by status), never one widget per worker.
 """
@@ -40,7 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["Dashboard"]
 
 _JOIN_TIMEOUT = 2.0
+# Seconds between clock ticks while calls are in flight (the issue asks for >= 1/s).
+TICK = 0.5
 _NO_CANCEL_TIP = "Cancel works for --background runs; interrupt the kernel to stop this one"
+_NO_STOP_TIP = ("Stop and merge works for --background runs; "
+                "interrupt the kernel to keep what finished")
 
 
 @cache
@@ -68,8 +77,13 @@ class Dashboard:
         task: str,
         config: SwarmConfig,
         on_cancel: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+        clock: Callable[[], float | None] | None = None,
         max_rate: float = 10.0,
     ) -> None:
+        """``on_cancel`` / ``on_stop`` (stop fanning out and merge) enable the buttons;
+        ``clock()`` is the run's time in seconds (None before it starts), read to tick
+        the clocks between events."""
         if not max_rate > 0:
             raise ConfigError(f"max_rate must be a positive number of updates/s, got {max_rate}")
         import ipywidgets as widgets
@@ -77,6 +91,8 @@ class Dashboard:
         self._state = LiveState(task=task, config=config)
         self._interval = 1.0 / max_rate
         self._on_cancel = on_cancel
+        self._on_stop = on_stop
+        self._clock = clock
         self._lock = threading.Lock()  # guards _state
         self._inbox: deque[Event] = deque()  # appended on the loop thread, drained here
         self._flush_lock = threading.Lock()  # one push at a time, flusher or close()
@@ -101,8 +117,20 @@ class Dashboard:
             layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
         self.cancel_button.on_click(self._cancel_clicked)
+        self.stop_button = widgets.Button(
+            description="Stop and merge",
+            button_style="warning",
+            icon="compress",
+            disabled=on_stop is None,
+            tooltip=("Stop starting workers, cancel the running ones, and merge the "
+                     "finished ones" if on_stop else _NO_STOP_TIP),
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+        )
+        self.stop_button.on_click(self._stop_clicked)
+        buttons = widgets.HBox([self.stop_button, self.cancel_button],
+                               layout=widgets.Layout(flex="0 0 auto"))
         header = widgets.HBox(
-            [self.sections["header"], self.cancel_button],
+            [self.sections["header"], buttons],
             layout=widgets.Layout(justify_content="space-between", align_items="flex-start"),
         )
         self.widget = _dashboard_box_class()(
@@ -136,11 +164,12 @@ class Dashboard:
         return self._thread is not None and self._thread.is_alive()
 
     def flush(self) -> bool:
-        """Push every changed section now; True if any widget value changed."""
+        """Push every changed section now, clocks ticked; True if any widget changed."""
         with self._flush_lock:
             with self._lock:
                 self._pending = False
                 self._drain()
+                self._tick()
                 rendered = render_changed(self._state)
             pushed = False
             for name, value in rendered.items():
@@ -159,9 +188,26 @@ class Dashboard:
         )
         self._thread.start()
 
+    def _in_flight(self) -> bool:
+        """Whether a clock on screen is running: the run started and has not ended."""
+        state = self._state
+        return self._clock is not None and not self._finished and (
+            state.phase in ("planning", "reducing") or bool(state.running))
+
+    def _tick(self) -> None:
+        """Move the run's clock on to now and mark the sections that show it (under
+        _lock, after the drain: a finished run keeps the duration its last event gave)."""
+        now = None if self._clock is None or self._finished else self._clock()
+        state = self._state
+        if now is not None and now > state.now:
+            state.now = now
+            state.dirty.add("header")
+            if state.running:
+                state.dirty.add("workers")
+
     def _flush_loop(self) -> None:
         while True:
-            self._wake.wait()
+            self._wake.wait(TICK if self._in_flight() else None)
             if self._stop.is_set():
                 return
             delay = self._last_push + self._interval - time.monotonic()
@@ -171,23 +217,32 @@ class Dashboard:
             self.flush()
             done = self._finished and not self._pending
             if done:
-                self._disable_cancel()
+                self._disable_buttons()
                 return
 
     # -- cancel and close --------------------------------------------------------------
 
-    def _disable_cancel(self) -> None:
+    def _disable_buttons(self) -> None:
         self.cancel_button.disabled = True
+        self.stop_button.disabled = True
 
     def _cancel_clicked(self, _button: Any = None) -> None:
         if self._on_cancel is None or self.cancel_button.disabled:
             return
-        self.cancel_button.disabled = True
+        self._disable_buttons()
         self.cancel_button.description = "Cancelling…"
         with self._lock:
             self._state.cancelling = True
             self._state.dirty.add("header")
         self._on_cancel()
+        self.flush()
+
+    def _stop_clicked(self, _button: Any = None) -> None:
+        if self._on_stop is None or self.stop_button.disabled:
+            return
+        self._disable_buttons()
+        self.stop_button.description = "Stopping, merging…"
+        self._on_stop()
         self.flush()
 
     def close(self) -> None:
@@ -201,7 +256,19 @@ class Dashboard:
         if thread is not None and thread is not threading.current_thread():
             thread.join(_JOIN_TIMEOUT)
         self.flush()
-        self._disable_cancel()
+        self._disable_buttons()
+
+    def discard(self) -> None:
+        """Close the widgets' models once the static output has replaced the view, so a
+        saved notebook keeps no widget state and the kernel no comms."""
+        self.close()
+        stack = [self.widget]
+        while stack:
+            widget = stack.pop()
+            stack.extend(getattr(widget, "children", ()))
+            for part in (widget, getattr(widget, "layout", None), getattr(widget, "style", None)):
+                if part is not None:
+                    part.close()
 
     def __enter__(self) -> Dashboard:
         return self

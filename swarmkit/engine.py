@@ -42,16 +42,18 @@ from .reducer import hold_for_reducer, reduce
 from .run import Run, RunRecorder
 from .worker import WorkerContext, WorkerTally, run_worker, unexpected
 
-__all__ = ["Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exported for tools
+__all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exported for tools
 
 log = logging.getLogger("swarmkit")
 
-
+# The reason a worker stopped by "stop and merge" is recorded with, and the run's status.
+STOPPED = "stopped"
 
 _CANCEL_MESSAGES = {
     "timeout": "run timed out",
     "interrupt": "run interrupted",
     "cancelled": "run cancelled",
+    STOPPED: "run stopped while planning; nothing to merge",
 }
 
 
@@ -114,6 +116,10 @@ class Engine:
         self._recorded_duration = recorded_duration
         self._main: asyncio.Task[Run] | None = None
         self.cancel_reason: str | None = None
+        # Set by stop(): the fan-out stops and the reducer merges what finished.
+        self.stop_reason: str | None = None
+        self._worker_tasks: list[asyncio.Task[None]] = []
+        self.phase = "planning"  # then "workers", "reducing", "ended"
         if config.budget_usd is not None:
             for role in ROLES:
                 self.prices.require(config.role(role).model)
@@ -142,6 +148,23 @@ class Engine:
         elif not self._main.done():
             self.cancel_reason = reason
             self._main.cancel()
+
+    def stop(self) -> None:
+        """Stop fanning out and merge what finished. Call on the engine's loop thread.
+
+        Pending and running workers are cancelled (recorded as ``cancelled (stopped)``),
+        then the reducer runs on the completed ones and the run ends ``stopped``. While
+        planning there is nothing to merge, so it is a cancel; while reducing the merge
+        is already under way and it changes nothing.
+        """
+        if self._main is None or self.phase == "planning":
+            self.cancel(STOPPED)
+            return
+        if self.phase != "workers" or self.stop_reason is not None:
+            return
+        self.stop_reason = STOPPED
+        for task in self._worker_tasks:
+            task.cancel()
 
     def worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
         tokens = worst_case_tokens(request, self.config.role(role))
@@ -203,7 +226,7 @@ class Engine:
                 self.budget.release(reservation)
             if isinstance(exc, asyncio.CancelledError) and attempts.count:
                 # Requests were sent: keep them in the Run, unbilled, like failed calls.
-                reason = self.cancel_reason
+                reason = self.cancel_reason or self.stop_reason
                 record = CallRecord(
                     step=step, role=role, model=request.model, source="live",
                     usage=Usage(requests=attempts.count), cost_usd=Decimal(0),
@@ -279,8 +302,12 @@ class Engine:
             self._main.cancel()  # cancelled before it started: the first await stops it
         try:
             plan = await make_plan(self, task)
+            self.phase = "workers"
             records = await self._fan_out(task, plan)
+            self.phase = "reducing"
             status, answer, error = await reduce(self, task, plan, records)
+            if self.stop_reason is not None:
+                status = STOPPED  # the answer merges only what finished before the stop
         except PlanError as exc:
             self.emit(PlanReady((), exc.raw, self.now()))  # keep the raw reply in the Run
             error = f"PlanError: {exc}"
@@ -319,6 +346,7 @@ class Engine:
     ) -> None:
         if duration is None:
             duration = self.now() if self._recorded_duration is None else self._recorded_duration
+        self.phase = "ended"
         self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
@@ -326,11 +354,15 @@ class Engine:
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
         try:
+            # A worker task cancelled by stop() ends the group normally (TaskGroup does
+            # not count a child's own cancellation as an error).
             async with asyncio.TaskGroup() as group:
-                for index, subtask in enumerate(plan, start=1):
+                self._worker_tasks = [
                     group.create_task(
                         run_worker(self, task, index, subtask, len(plan), slots, records)
                     )
+                    for index, subtask in enumerate(plan, start=1)
+                ]
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
             raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]

@@ -158,7 +158,7 @@ class ReducerDelta:
 class RunFinished:
     """The last event of every run, whatever its outcome."""
 
-    status: Literal["completed", "partial", "failed", "cancelled"]
+    status: Literal["completed", "partial", "stopped", "failed", "cancelled"]
     answer: str | None
     error: str | None
     duration: float

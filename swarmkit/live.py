@@ -47,7 +47,7 @@ MAX_TOOL_ROWS = 20
 MAX_WORKER_TOOLS = 10  # tool calls kept per worker for its drill-down
 SECTIONS = ("header", "budget", "plan", "workers", "tools", "reducer")
 _FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "failed",
-                 "cancelled": "cancelled"}
+                 "cancelled": "cancelled", "stopped": "stopped and merged"}
 
 
 def _plus(a: int | None, b: int | None) -> int | None:

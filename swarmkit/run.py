@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "RunRecorder", "RunStatus"]
 
-RunStatus = Literal["running", "completed", "partial", "failed", "cancelled"]
+# "stopped": the fan-out was stopped by the user and the reducer merged what finished.
+RunStatus = Literal["running", "completed", "partial", "stopped", "failed", "cancelled"]
 RUN_FORMAT = 1
 
 

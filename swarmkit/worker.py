@@ -139,7 +139,7 @@ async def run_worker(
         log.exception("swarmkit: worker %d raised unexpectedly", index)
         finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
-        reason = engine.cancel_reason or "cancelled"
+        reason = engine.cancel_reason or engine.stop_reason or "cancelled"
         finish("cancelled", reason=None if reason == "cancelled" else reason)
         raise
     else:

@@ -182,19 +182,19 @@ def test_interpolate_rules(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("--workers abc", "workers must be a whole number"),
+        ("--workers abc", "%%swarm: --workers must be a whole number"),
         ("--workers 0", "workers must be at least 1"),
         ("--concurrency 0", "concurrency must be at least 1"),
         ("--budget lots", "budget must be a USD amount"),
         ("--budget -1", "budget must be a positive USD amount"),
         ("--temperature 5", "temperature must be between 0 and 2"),
         ("--temperature hot", "temperature has a bad value"),
-        ("--max-tokens 0", "max_tokens must be at least 1"),
+        ("--max-tokens 0", "--max-tokens must be at least 1"),
         ("--seed 1.5", "seed must be a whole number"),
-        ("--modle x", "unrecognized arguments: --modle"),
-        ("--work 3", "unrecognized arguments: --work"),
+        ("--modle x", "unknown option --modle (did you mean --model?)"),
+        ("--wokers 3", "unknown option --wokers (did you mean --workers?)"),
         ("--seed", "expected one argument"),
-        ("stray", "unrecognized arguments: stray"),
+        ("stray", "unexpected value 'stray'"),
         ("--out 1bad", "--out needs a Python variable name"),
         ("--out class", "--out needs a Python variable name"),
         ("--dry-run --background", "drop --background"),
@@ -345,10 +345,12 @@ def test_background_returns_at_once_and_lands_in_swarm(
                                       "Name three deserts")
     assert isinstance(handle, SwarmHandle) and shell.user_ns["_swarm_handle"] is handle
     assert not handle.done()
-    assert "running" in repr(handle)
+    assert handle.state in ("starting", "planning", "running")
+    assert f" {handle.state}; %swarm cancel stops it" in repr(handle)
     run = handle.result()
     assert wait_until(lambda: shell.user_ns.get("r") is run)
     assert run.status == "completed" and shell.user_ns["_swarm"] is run
+    assert repr(handle) == f"<SwarmHandle {run.run_id} completed; the Run is in _swarm>"
     assert len(captured.outputs) == 1  # the placeholder; its display id is updated at the end
 
 
@@ -367,6 +369,7 @@ def test_cancel_stops_a_background_run_and_keeps_what_finished(
     assert handle.done()
     run = shell.user_ns["_swarm"]
     assert run.status == "cancelled"
+    assert repr(handle) == f"<SwarmHandle {run.run_id} cancelled; the Run is in _swarm>"
     statuses = {w.status for w in run.workers}
     assert "cancelled" in statuses and statuses <= {"completed", "cancelled"}
     finished = sum(1 for w in run.workers if w.status == "completed")
@@ -399,10 +402,14 @@ def test_interrupt_keeps_the_partial_run_and_the_shell_usable(
     run = shell.user_ns["r"]
     assert shell.user_ns["_swarm"] is run and run.status == "cancelled"
     finished = sum(1 for w in run.workers if w.status == "completed")
+    # The notice uses the Run's status word, and the partial run's tables are shown.
     assert captured.stdout == (
-        f"swarm interrupted: {finished} of 4 workers finished; partial run in _swarm and r\n"
+        f"swarm cancelled (kernel interrupt): {finished} of 4 workers finished; "
+        "partial run in _swarm and r\n"
     )
-    assert captured.outputs == []
+    assert run.error == "run interrupted"
+    (output,) = captured.outputs
+    assert output.data["text/plain"] == run.tables().text()
     assert wait_until(lambda: server.in_flight == 0)
     server.latency = 0.0
     with capture_output():
@@ -427,7 +434,8 @@ def test_interrupt_while_planning_keeps_an_empty_cancelled_run(
     trigger.join()
     run = shell.user_ns["_swarm"]
     assert run.status == "cancelled" and run.plan == [] and run.workers == []
-    assert captured.stdout == "swarm interrupted while planning; partial run in _swarm\n"
+    assert captured.stdout == (
+        "swarm cancelled (kernel interrupt) while planning; partial run in _swarm\n")
     assert wait_until(lambda: server.in_flight == 0)
 
 

@@ -98,6 +98,24 @@ class SwarmHandle:
                 self._cancel_reason = reason
         self._bridge.call_soon(self._cancel_on_loop, reason)
 
+    def stop(self, merge: bool = False) -> None:
+        """Stop the run (thread-safe). ``merge=True``: stop fanning out, cancel the
+        pending and running workers, and let the reducer merge the ones that finished
+        (the Run ends ``stopped``, with an answer). ``merge=False`` is ``cancel()``."""
+        if not merge:
+            self.cancel("cancelled")
+            return
+        with self._lock:
+            if self._cancel_reason is None:
+                self._cancel_reason = "stopped"
+        self._bridge.call_soon(self._stop_on_loop)
+
+    def _stop_on_loop(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+        elif self._task is not None and not self._task.done():
+            self._task.cancel()  # still building the engine: nothing to merge yet
+
     def _cancel_on_loop(self, reason: str) -> None:
         if self.engine is not None:
             self.engine.cancel(reason)
@@ -110,7 +128,22 @@ class SwarmHandle:
 
     @property
     def cancelled(self) -> bool:
+        """A cancel or a stop was asked for (the run may still be winding down)."""
         return self._cancel_reason is not None
+
+    @property
+    def state(self) -> str:
+        """One word for where the run is: starting, planning, running, reducing,
+        cancelling, stopping, or once ended the Run's status."""
+        if self.done():
+            run = self.run
+            return "ended" if run is None else run.status
+        if self._cancel_reason is not None:
+            return "stopping" if self._cancel_reason == "stopped" else "cancelling"
+        engine = self.engine
+        if engine is None:
+            return "starting"
+        return {"workers": "running"}.get(engine.phase, engine.phase)
 
     @property
     def run(self) -> Run | None:
@@ -173,14 +206,18 @@ class SwarmHandle:
     # -- display -----------------------------------------------------------------------
 
     def __repr__(self) -> str:
+        # Read the state first: a run that ends between the two reads then shows a final
+        # status with its run id, never "running" for a finished run.
+        state = self.state
         run = self.run
-        run_id = run.run_id if run is not None else "starting"
+        run_id = run.run_id if run is not None else "(no run id yet)"
         if not self.done():
-            state = "cancelling" if self.cancelled else "running"
-            return f"<SwarmHandle {run_id} {state}; %swarm cancel stops it; the Run goes to _swarm>"
+            tip = "" if self.cancelled else (
+                "; %swarm cancel stops it, %swarm stop --merge merges what finished")
+            return f"<SwarmHandle {run_id} {state}{tip}; the Run goes to _swarm>"
         if run is None:
             return f"<SwarmHandle {run_id} ended without a run: {self.exception()!r}>"
-        return f"<SwarmHandle {run_id} {run.status}; the Run is in _swarm>"
+        return f"<SwarmHandle {run_id} {state}; the Run is in _swarm>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
@@ -233,12 +270,21 @@ class SinkRelay:
             self._sink = sink
 
 
-def summary_line(run: Run | None, verb: str, names: Sequence[str]) -> str:
-    """``swarm interrupted: 12 of 50 workers finished; partial run in _swarm``."""
+def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:
+    """``swarm cancelled (kernel interrupt): 12 of 50 workers finished; partial run in _swarm``.
+
+    The word after "swarm" is the Run's status, so the notice and ``run.status`` agree;
+    ``how`` says what ended it when that is not the status itself.
+    """
     where = " and ".join(names)
     if run is None:
-        return f"swarm {verb} before it started; nothing to keep"
+        return f"swarm {how} before it started; nothing to keep"
+    word = run.status if how == run.status else f"{run.status} ({how})"
     if not run.plan:
-        return f"swarm {verb} while planning; partial run in {where}"
+        return f"swarm {word} while planning; partial run in {where}"
     finished = sum(1 for worker in run.workers if worker.status == "completed")
-    return f"swarm {verb}: {finished} of {len(run.plan)} workers finished; partial run in {where}"
+    if run.status == "stopped":
+        merged = "merged" if run.answer is not None else "finished; nothing merged"
+        return (f"swarm {word}: {finished} of {len(run.plan)} workers {merged}; "
+                f"the run is in {where}")
+    return f"swarm {word}: {finished} of {len(run.plan)} workers finished; partial run in {where}"

@@ -28,6 +28,7 @@ __all__ = [
     "UNSET_VALUES",
     "Command",
     "cancel_command",
+    "stop_command",
     "commands_help",
     "config_command",
     "last_command",
@@ -59,6 +60,9 @@ COMMANDS: dict[str, Command] = {
                     "swarmkit.magics.commands:last_command"),
     "cancel": Command("cancel", "stop the running --background swarms",
                       "swarmkit.magics.commands:cancel_command"),
+    "stop": Command("stop [--merge]",
+                    "stop the --background swarms; --merge reduces the workers that finished",
+                    "swarmkit.magics.commands:stop_command"),
     "history": Command("history [N]", "list the N most recent runs (default 10)",
                        "swarmkit.magics.history:history_command"),
     "show": Command("show RUN", "show a past run's tables (a run id prefix is enough)",
@@ -233,7 +237,7 @@ def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False)
                                                    "source"), rows, note)
 
 
-# -- last, cancel ------------------------------------------------------------------------
+# -- last, cancel, stop ------------------------------------------------------------------------
 
 
 def last_command(magics: SwarmMagics, argv: list[str]) -> None:
@@ -247,17 +251,40 @@ def last_command(magics: SwarmMagics, argv: list[str]) -> None:
 
 
 def cancel_command(magics: SwarmMagics, argv: list[str]) -> None:
-    from .bridge import summary_line
-
     if argv:
         raise UsageError("%swarm cancel: takes no arguments")
+    _stop_background(magics, merge=False)
+
+
+def stop_command(magics: SwarmMagics, argv: list[str]) -> None:
+    if argv not in ([], ["--merge"]):
+        raise UsageError("%swarm stop: takes only --merge (reduce the workers that finished)")
+    _stop_background(magics, merge=bool(argv))
+
+
+def _stop_background(magics: SwarmMagics, *, merge: bool) -> None:
+    """Cancel (or stop and merge) every running background swarm and report each one.
+
+    A merge waits for the reducer's call; an interrupt during that wait leaves it
+    merging in the background (its tables still replace its dashboard)."""
+    from .bridge import summary_line
+
     running = [(h, names) for h, names in magics.background.items() if not h.done()]
     if not running:
         print("no background swarm is running")
         return
     for handle, _names in running:
-        handle.cancel("cancelled")
+        handle.stop(merge=merge)
     for handle, names in running:
-        run = handle.cancel_and_collect("cancelled")
+        if merge:
+            try:
+                run = handle.result()
+            except KeyboardInterrupt:
+                print("the reducer is still merging; the Run goes to _swarm when it ends")
+                return
+            except Exception:  # the outcome is in the partial run and its error
+                run = handle.run
+        else:
+            run = handle.cancel_and_collect("cancelled")
         magics.store(run, names)
-        print(summary_line(run, "cancelled", names))
+        print(summary_line(run, "stopped" if merge else "cancelled", names))

@@ -21,7 +21,7 @@ from .bridge import SinkRelay, SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
 from .interpolate import interpolate
-from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, parse_line
+from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -88,9 +88,12 @@ class SwarmMagics(Magics):
         try:
             base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
             base = base.with_options(**self.session_options)
-            return base.with_options(**options)
         except ConfigError as exc:
             raise usage_error(exc) from None
+        try:
+            return base.with_options(**options)
+        except ConfigError as exc:  # one of this cell's flags: name it as it was typed
+            raise UsageError(f"%%swarm: {name_the_flag(str(exc), options)}") from None
 
     def store(self, run: Run | None, names: Sequence[str]) -> None:
         if run is None:
@@ -156,27 +159,49 @@ class SwarmMagics(Magics):
         self, task: str, config: SwarmConfig, handle: SwarmHandle, names: tuple[str, ...],
         live: bool,
     ) -> None:
+        """Run in the cell. The live dashboard and the final tables share one display:
+        when the run ends, however it ends, the tables replace the dashboard in place
+        and its widgets are closed, so the cell (and the saved notebook) holds one
+        output and no widget view that a fresh kernel could not show."""
+        import uuid
+
         relay = SinkRelay() if live else None
         handle.start([] if relay is None else [relay])
         dashboard = None
+        display_id = uuid.uuid4().hex
         try:
             if relay is not None:  # built while the planner's call is in flight
                 relay.wait_for_first_call(handle)
-                dashboard = self._attach_dashboard(task, config, handle, relay)
+                dashboard = self._attach_dashboard(task, config, handle, relay, display_id)
             run = handle.result()
         except KeyboardInterrupt:
             run = handle.cancel_and_collect("interrupt")
             self.store(run, names)
-            print(summary_line(run, "interrupted", names))
+            self._show_final(run, dashboard, display_id)
+            print(summary_line(run, "kernel interrupt", names))
             return None
         except Exception as exc:
+            if dashboard is not None:  # no frozen view above the error
+                self._show_final(handle.run, dashboard, display_id)
             self._raise_run_error(exc)
-        finally:
-            if dashboard is not None:
-                dashboard.close()
         self.store(run, names)
-        publish(run_bundle(run))
+        self._show_final(run, dashboard, display_id)
         return None
+
+    def _show_final(self, run: Run | None, dashboard: Any, display_id: str) -> None:
+        """Put the run's static bundle where the dashboard was (or show it, if none
+        was shown); a run that ended before it had a Run leaves a one-line note."""
+        if dashboard is None:
+            if run is not None:
+                publish(run_bundle(run))
+            return
+        dashboard.close()  # the last push, so nothing updates the view after this
+        if run is not None:
+            publish(run_bundle(run), display_id, update=True)
+        else:
+            publish(({"text/plain": "swarm ended before it started; nothing to show"}, {}),
+                    display_id, update=True)
+        dashboard.discard()
 
     def _raise_run_error(self, exc: Exception) -> None:
         from ..errors import SwarmError
@@ -196,12 +221,20 @@ class SwarmMagics(Magics):
     ) -> Any:
         from ..dashboard import Dashboard  # type: ignore[import-not-found, unused-ignore]
 
-        # A blocked cell cannot receive clicks, so only a background run gets a live Cancel.
+        # A blocked cell cannot receive clicks, so only a background run gets live buttons.
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
-        return Dashboard(task=task, config=config, on_cancel=on_cancel)
+        on_stop = (lambda: handle.stop(merge=True)) if background else None
+
+        def clock() -> float | None:
+            engine = handle.engine
+            return None if engine is None else engine.now()
+
+        return Dashboard(task=task, config=config, on_cancel=on_cancel, on_stop=on_stop,
+                         clock=clock)
 
     def _attach_dashboard(
-        self, task: str, config: SwarmConfig, handle: SwarmHandle, relay: SinkRelay
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, relay: SinkRelay,
+        display_id: str,
     ) -> Any:
         """The live view of a running swarm; without one (it failed) the run goes on."""
         try:
@@ -213,7 +246,7 @@ class SwarmMagics(Magics):
             return None
         relay.attach(dashboard)
         handle.dashboard = dashboard
-        publish_widget(dashboard.widget)
+        publish_widget(dashboard.widget, display_id)
         return dashboard
 
     def _background(
@@ -243,6 +276,8 @@ class SwarmMagics(Magics):
                 else:
                     text = f"swarm ended without a run: {done.exception()!r}"
                     publish(({"text/plain": text}, {}), display_id, update=True)
+                if dashboard is not None:
+                    dashboard.discard()
             except Exception:  # on the loop thread: nowhere to raise to
                 log.exception("swarmkit could not publish a background run")
 

@@ -11,7 +11,9 @@ the magic itself (``target="magic"``). Adding a flag is adding one row.
 from __future__ import annotations
 
 import argparse
+import difflib
 import keyword
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,7 +21,15 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-__all__ = ["FLAGS", "NOTEBOOK_DEFAULTS", "Flag", "SwarmArgs", "build_parser", "parse_line"]
+__all__ = [
+    "FLAGS",
+    "NOTEBOOK_DEFAULTS",
+    "Flag",
+    "SwarmArgs",
+    "build_parser",
+    "name_the_flag",
+    "parse_line",
+]
 
 # A notebook session caches by default: re-running an edited cell pays only for what changed.
 NOTEBOOK_DEFAULTS: dict[str, Any] = {"cache": True}
@@ -186,7 +196,11 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
         argv = arg_split(line, posix=True, strict=True)
     except ValueError as exc:
         raise UsageError(f"%%swarm: cannot split the options ({exc}); check the quotes") from None
-    parsed = vars(build_parser().parse_args(argv))
+    parser = build_parser()
+    known, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise UsageError(f"%%swarm: {_unknown_message(unknown)}; see %%swarm? for the options")
+    parsed = vars(known)
     args = SwarmArgs()
     for flag in FLAGS:
         value = parsed.get(flag.dest)
@@ -202,3 +216,36 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
     if args.dry_run and args.background:
         raise UsageError("%%swarm: --dry-run runs only the planner; drop --background")
     return args
+
+
+def _unknown_message(unknown: list[str]) -> str:
+    """``unknown option --wokers (did you mean --workers?)``: the closest flag by spelling."""
+    names = [flag.name for flag in FLAGS]
+    options = [arg for arg in unknown if arg.startswith("-")]
+    if not options:
+        return f"unexpected value {unknown[0]!r}: every value follows its --option"
+    typed = options[0].split("=", 1)[0]
+    close = difflib.get_close_matches(typed, names, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown option {typed}{hint}"
+
+
+def name_the_flag(message: str, options: Mapping[str, Any]) -> str:
+    """Say the flag the user typed where a config error names its internal field.
+
+    ``max_workers must be a whole number, got 'many'`` for ``--workers many`` becomes
+    ``--workers must be a whole number, got 'many'``; ``planner max_tokens ...`` for
+    ``--max-tokens 0`` becomes ``--max-tokens ...`` (the flag sets every role). A
+    message about no flag in ``options`` comes back as it was.
+    """
+    given = [flag for flag in FLAGS if flag.target == "config" and flag.key in options]
+    word = re.match(r"(?:(?:planner|worker|reducer) )?([a-z][a-z_]*)\b", message)
+    if word is None:
+        return message
+    name = word.group(1)
+    exact = [flag for flag in given if name in (flag.key, flag.dest)]
+    near = [flag for flag in given
+            if name.endswith("_" + flag.key) or name.startswith(flag.key + "_")]
+    for flag in exact or near:
+        return flag.name + message[word.end():]
+    return message

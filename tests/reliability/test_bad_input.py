@@ -95,13 +95,13 @@ BAD_FLAGS = [
     ("--budget lots", "budget must be a USD amount"),
     ("--budget 0.5 --model no-such-model", "no price known for model 'no-such-model'"),
     ("--temperature hot", "temperature has a bad value 'hot'"),
-    ("--max-tokens 1.5", "max_tokens must be a whole number"),
-    ("--run-timeout 0", "run_timeout must be a positive number of seconds"),
-    ("--run-timeout soon", "run_timeout must be a number"),
+    ("--max-tokens 1.5", "--max-tokens must be a whole number"),
+    ("--run-timeout 0", "--run-timeout must be a positive number of seconds"),
+    ("--run-timeout soon", "--run-timeout must be a number"),
     ("--rpm -5", "rpm must be positive"),
-    ("--base-url localhost:8000", "base_url must be an http:// or https:// URL"),
+    ("--base-url localhost:8000", "--base-url must be an http:// or https:// URL"),
     ("--replay a.json --record b.json", "use either record or replay"),
-    ("--wrokers 3", "unrecognized arguments: --wrokers"),
+    ("--wrokers 3", "unknown option --wrokers (did you mean --workers?)"),
 ]
 
 
