@@ -110,7 +110,7 @@ def test_interrupt_keeps_finished_workers_and_the_kernel_usable(kernel: KernelSe
         assert state["status"] == "cancelled" and state["workers"] == 50
         assert state["statuses"] == ["cancelled", "completed"]
         assert state["completed"] >= 5
-        assert line == (f"swarm cancelled (kernel interrupt): {state['completed']} of 50 "
+        assert line == (f"swarm cancelled (interrupt): {state['completed']} of 50 "
                         "workers finished; partial run in _swarm")
         # Every call was cancelled at the server too: nothing is left in flight.
         assert wait_until(lambda: server.in_flight == 0)

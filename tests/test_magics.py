@@ -404,7 +404,7 @@ def test_interrupt_keeps_the_partial_run_and_the_shell_usable(
     finished = sum(1 for w in run.workers if w.status == "completed")
     # The notice uses the Run's status word, and the partial run's tables are shown.
     assert captured.stdout == (
-        f"swarm cancelled (kernel interrupt): {finished} of 4 workers finished; "
+        f"swarm cancelled (interrupt): {finished} of 4 workers finished; "
         "partial run in _swarm and r\n"
     )
     assert run.error == "run interrupted"
@@ -435,7 +435,7 @@ def test_interrupt_while_planning_keeps_an_empty_cancelled_run(
     run = shell.user_ns["_swarm"]
     assert run.status == "cancelled" and run.plan == [] and run.workers == []
     assert captured.stdout == (
-        "swarm cancelled (kernel interrupt) while planning; partial run in _swarm\n")
+        "swarm cancelled (interrupt) while planning; partial run in _swarm\n")
     assert wait_until(lambda: server.in_flight == 0)
 
 

@@ -112,8 +112,8 @@ def test_without_tools_flag_no_python_tool_runs(
     ("--tools not_a_tool", "--tools not_a_tool: is a int, not a tool"),
     ("--tools plain", "--tools plain: is a function, not a tool; decorate"),
     ("--tools ,", "--tools needs tool names"),
-    ("--tools lookup --max-tool-hops -1", "max_tool_hops must be 0 or more"),
-    ("--tools lookup --tool-timeout soon", "tool_timeout must be a number"),
+    ("--tools lookup --max-tool-hops -1", "--max-tool-hops must be 0 or more"),
+    ("--tools lookup --tool-timeout soon", "--tool-timeout must be a number"),
 ])
 def test_bad_tool_flags_are_usage_errors(
     shell: InteractiveShell, server: FakeServer, flags: str, message: str

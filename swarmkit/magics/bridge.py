@@ -271,7 +271,7 @@ class SinkRelay:
 
 
 def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:
-    """``swarm cancelled (kernel interrupt): 12 of 50 workers finished; partial run in _swarm``.
+    """``swarm cancelled (interrupt): 12 of 50 workers finished; partial run in _swarm``.
 
     The word after "swarm" is the Run's status, so the notice and ``run.status`` agree;
     ``how`` says what ended it when that is not the status itself.

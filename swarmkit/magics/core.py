@@ -178,7 +178,7 @@ class SwarmMagics(Magics):
             run = handle.cancel_and_collect("interrupt")
             self.store(run, names)
             self._show_final(run, dashboard, display_id)
-            print(summary_line(run, "kernel interrupt", names))
+            print(summary_line(run, "interrupt", names))
             return None
         except Exception as exc:
             if dashboard is not None:  # no frozen view above the error
