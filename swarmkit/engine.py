@@ -42,7 +42,8 @@ from .reducer import hold_for_reducer, reduce
 from .run import Run, RunRecorder
 from .worker import WorkerContext, WorkerTally, run_worker, unexpected
 
-__all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id"]  # WorkerContext: re-exported for tools
+# WorkerContext: re-exported for tools
+__all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id"]
 
 log = logging.getLogger("swarmkit")
 

@@ -113,7 +113,8 @@ def test_swarm_stop_merge_command_merges_a_background_run() -> None:
             shell.run_line_magic("swarm", "stop --merge")
         run = shell.user_ns["r"]
         assert shell.user_ns["_swarm"] is run and run.status == "stopped" and run.answer
-        assert captured.stdout == "swarm stopped: 2 of 4 workers merged; the run is in _swarm and r\n"
+        assert captured.stdout == (
+            "swarm stopped: 2 of 4 workers merged; the run is in _swarm and r\n")
         assert wait_until(lambda: server.in_flight == 0)
         with pytest.raises(Exception, match="takes only --merge"):
             shell.run_line_magic("swarm", "stop --now")

@@ -28,12 +28,12 @@ __all__ = [
     "UNSET_VALUES",
     "Command",
     "cancel_command",
-    "stop_command",
     "commands_help",
     "config_command",
     "last_command",
     "prices_command",
     "split_args",
+    "stop_command",
     "swarm_config",
 ]
 
