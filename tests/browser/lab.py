@@ -175,16 +175,17 @@ class NotebookPage:
         """Run every cell from the top: select it, click the toolbar's run button.
 
         A kernel that reads idle may still be connecting, and then the click runs
-        nothing: a cell whose prompt did not change is selected and run again."""
+        nothing: a cell whose prompt did not change is selected and run again. Each
+        cell but the last has finished before the next one runs."""
+        count = len(nbformat.read(self.lab.root / self.name, as_version=4).cells)
         cells = self.page.locator(".jp-Notebook .jp-Cell")
+        cells.nth(count - 1).wait_for(timeout=UI_TIMEOUT)  # cells render progressively
         run = self.page.locator('[data-command="notebook:run-cell-and-select-next"]').first
-        count = cells.count()
         for index in range(count):
-            # Each cell but the last has finished before the next one is run.
             ran = r"/\[\d+\]/" if index < count - 1 else r"/\[[\d*]+\]/"
             for attempt in range(4):
-                # Right after a cell ends, a run can be dropped: let the page settle.
-                self.page.wait_for_timeout(1_000 * (attempt + 1))
+                if attempt:
+                    self.page.wait_for_timeout(1_000 * attempt)
                 cells.nth(index).locator(".jp-InputPrompt").click()
                 run.click()
                 try:
