@@ -81,15 +81,25 @@ def chromium() -> Iterator[Any]:
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.when == "call" and report.failed and "chromium" in item.fixturenames:
+    if report.when == "call" and report.failed and "browser_context" in item.fixturenames:
         # What the page showed when the test failed, for the person reading the log.
         where = Path(os.environ.get("SWARMKIT_BROWSER_FAILURES", item.config.rootpath /
                                     ".browser-failures"))
-        browser = item.funcargs["chromium"]  # type: ignore[attr-defined]
-        for n, page in enumerate(p for c in browser.contexts for p in c.pages):
+        context = item.funcargs["browser_context"]  # type: ignore[attr-defined]
+        for n, page in enumerate(context.pages):
             where.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(where / f"{item.name}-{n}.png"), full_page=True)
     return report
+
+
+@pytest.fixture
+def browser_context(chromium: Any) -> Iterator[Any]:
+    """This test's own browser context: its pages are closed however the test ends."""
+    context = chromium.new_context()
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 @pytest.fixture

@@ -158,7 +158,8 @@ class NotebookPage:
         self.page, self.lab, self.name = page, lab, name
 
     def open(self) -> NotebookPage:
-        self.page.goto(f"{self.lab.url}/lab/tree/{self.name}?token={self.lab.token}",
+        # ?reset: a fresh workspace, so no other notebook's tab is restored beside it.
+        self.page.goto(f"{self.lab.url}/lab/tree/{self.name}?reset&token={self.lab.token}",
                        timeout=UI_TIMEOUT)
         self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=UI_TIMEOUT)
         self.wait_kernel_idle()

@@ -35,10 +35,11 @@ def swarm_cell(server: FakeServer, extra: str, task: str) -> str:
             f"{task}")
 
 
-def open_notebook(chromium: Any, lab: JupyterLab, name: str, cells: list[str],
+def open_notebook(browser_context: Any, lab: JupyterLab, name: str, cells: list[str],
                   viewport: dict[str, int] = WIDE) -> NotebookPage:
     write_notebook(lab.root / name, cells)
-    page = chromium.new_page(viewport=viewport)
+    page = browser_context.new_page()
+    page.set_viewport_size(viewport)
     return NotebookPage(page, lab, name).open()
 
 
@@ -62,10 +63,10 @@ def click_button(nb: NotebookPage, label: str, cell: int = 1) -> None:
 
 
 def test_a_run_leaves_one_output_that_survives_a_reopen(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
 ) -> None:
     scripted.latency = {"worker-*": 2.0}
-    nb = open_notebook(chromium, light, "reopen.ipynb", [
+    nb = open_notebook(browser_context, light, "reopen.ipynb", [
         "%load_ext swarmkit",
         swarm_cell(server, "--workers 4", "Compare four rivers by length and basin"),
     ])
@@ -80,7 +81,9 @@ def test_a_run_leaves_one_output_that_survives_a_reopen(
     nb.page.close()
     light.shutdown_kernels()
 
-    reopened = NotebookPage(chromium.new_page(viewport=WIDE), light, "reopen.ipynb").open()
+    page = browser_context.new_page()
+    page.set_viewport_size(WIDE)
+    reopened = NotebookPage(page, light, "reopen.ipynb").open()
     wait_static(reopened)
     text = reopened.page.locator(".jp-Notebook").inner_text()
     assert "Error displaying widget" not in text and "model not found" not in text
@@ -101,11 +104,11 @@ def _assert_one_output(nb: NotebookPage) -> None:
 
 
 def test_the_header_clock_ticks_during_a_6s_call(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script
 ) -> None:
     scripted.plan_tasks = 1
     scripted.latency = {"worker-*": 6.0}
-    nb = open_notebook(chromium, light, "tick.ipynb", [
+    nb = open_notebook(browser_context, light, "tick.ipynb", [
         "%load_ext swarmkit", swarm_cell(server, "--workers 1", "Describe one comet"),
     ])
     nb.run_all()
@@ -124,17 +127,22 @@ def test_the_header_clock_ticks_during_a_6s_call(
 # -- Cancel, Stop and merge, interrupt, clicked in the page ---------------------------------
 
 
-def test_cancel_clicked_in_the_page_leaves_the_cancelled_tables(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script
-) -> None:
+def two_of_four_done(browser_context: Any, lab: JupyterLab, server: FakeServer, scripted: Script,
+                     name: str, extra: str) -> NotebookPage:
+    """A run of four workers, shown once two have finished and two hang."""
     scripted.latency = {"worker-3": 60.0, "worker-4": 60.0}
-    nb = open_notebook(chromium, light, "cancel.ipynb", [
-        "%load_ext swarmkit",
-        swarm_cell(server, "--workers 4 --background", "Name four passes"),
+    nb = open_notebook(browser_context, lab, name, [
+        "%load_ext swarmkit", swarm_cell(server, f"--workers 4 {extra}", "Name four passes"),
     ])
     nb.run_all()
-    dashboard = wait_dashboard(nb)
-    dashboard.get_by_text("2/4", exact=False).first.wait_for(timeout=UI_TIMEOUT)
+    wait_dashboard(nb).get_by_text("2/4", exact=False).first.wait_for(timeout=UI_TIMEOUT)
+    return nb
+
+
+def test_cancel_clicked_in_the_page_leaves_the_cancelled_tables(
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script
+) -> None:
+    nb = two_of_four_done(browser_context, light, server, scripted, "cancel.ipynb", "--background")
     click_button(nb, "Cancel")
     static = wait_static(nb)
     assert "cancelled" in static.inner_text()
@@ -143,36 +151,21 @@ def test_cancel_clicked_in_the_page_leaves_the_cancelled_tables(
 
 
 def test_stop_and_merge_clicked_in_the_page_merges_what_finished(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
 ) -> None:
-    scripted.latency = {"worker-3": 60.0, "worker-4": 60.0}
-    nb = open_notebook(chromium, light, "merge.ipynb", [
-        "%load_ext swarmkit",
-        swarm_cell(server, "--workers 4 --background", "Name four glaciers"),
-        "print(_swarm.status, _swarm.answer)",
-    ])
-    nb.run_all()
-    dashboard = wait_dashboard(nb)
-    dashboard.get_by_text("2/4", exact=False).first.wait_for(timeout=UI_TIMEOUT)
+    nb = two_of_four_done(browser_context, light, server, scripted, "merge.ipynb", "--background")
     click_button(nb, "Stop and merge")
     static = wait_static(nb)
     text = static.inner_text()
     assert "stopped" in text and "Final answer merging 2 results" in text
     nb.screenshot(shots / "light-wide-stopped.png", cell=1)
-    nb.output_area(2).locator("pre").first.wait_for(timeout=UI_TIMEOUT)
     nb.page.close()
 
 
 def test_interrupt_replaces_the_frozen_dashboard_with_the_partial_tables(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script
 ) -> None:
-    scripted.latency = {"worker-3": 60.0, "worker-4": 60.0}
-    nb = open_notebook(chromium, light, "interrupt.ipynb", [
-        "%load_ext swarmkit", swarm_cell(server, "--workers 4", "Name four volcanoes"),
-    ])
-    nb.run_all()
-    dashboard = wait_dashboard(nb)
-    dashboard.get_by_text("2/4", exact=False).first.wait_for(timeout=UI_TIMEOUT)
+    nb = two_of_four_done(browser_context, light, server, scripted, "interrupt.ipynb", "")
     nb.interrupt()
     static = wait_static(nb)
     assert "cancelled" in static.inner_text()
@@ -187,10 +180,10 @@ def test_interrupt_replaces_the_frozen_dashboard_with_the_partial_tables(
 
 @display_branch
 def test_a_failed_workers_reason_is_visible_in_the_page(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script
 ) -> None:
     server.add_fault(FaultRule(Fault.status(400), step="worker-2"))
-    nb = open_notebook(chromium, light, "failed.ipynb", [
+    nb = open_notebook(browser_context, light, "failed.ipynb", [
         "%load_ext swarmkit", swarm_cell(server, "--workers 4", "Name four canyons"),
     ])
     nb.run_all()
@@ -228,12 +221,12 @@ _CONTRAST = """(root) => {
 
 @display_branch
 def test_dark_theme_text_contrasts_with_its_background(
-    chromium: Any, lab: JupyterLab, server: FakeServer, scripted: Script, shots: Path
+    browser_context: Any, lab: JupyterLab, server: FakeServer, scripted: Script, shots: Path
 ) -> None:
     lab.set_theme("JupyterLab Dark")
     scripted.latency = {"worker-*": 2.0}
     try:
-        nb = open_notebook(chromium, lab, "dark.ipynb", [
+        nb = open_notebook(browser_context, lab, "dark.ipynb", [
             "%load_ext swarmkit", swarm_cell(server, "--workers 4", "Name four deltas"),
         ])
         nb.run_all()
@@ -253,11 +246,11 @@ def test_dark_theme_text_contrasts_with_its_background(
 
 @display_branch
 def test_rows_stay_one_or_two_lines_at_800px(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script, shots: Path
 ) -> None:
     scripted.plan_tasks = 16
     scripted.latency = {"worker-*": 1.5}
-    nb = open_notebook(chromium, light, "narrow.ipynb", [
+    nb = open_notebook(browser_context, light, "narrow.ipynb", [
         "%load_ext swarmkit",
         swarm_cell(server, "--workers 16 --concurrency 4",
                    "Survey sixteen coastal cities: climate risk, transit, housing and jobs"),
@@ -281,9 +274,9 @@ def test_rows_stay_one_or_two_lines_at_800px(
 
 @display_branch
 def test_a_worker_row_expands_to_show_its_output(
-    chromium: Any, light: JupyterLab, server: FakeServer, scripted: Script
+    browser_context: Any, light: JupyterLab, server: FakeServer, scripted: Script
 ) -> None:
-    nb = open_notebook(chromium, light, "details.ipynb", [
+    nb = open_notebook(browser_context, light, "details.ipynb", [
         "%load_ext swarmkit", swarm_cell(server, "--workers 4", "Name four fjords"),
     ])
     nb.run_all()
