@@ -133,8 +133,9 @@ def test_background_run_updates_its_output_when_it_ends(kernel: KernelSession) -
             swarm_line(server, "--background --out r") + "\nList four trees", messages=messages
         )
         assert reply["status"] == "ok", printed
-        result = next(m for m in messages if m["msg_type"] == "execute_result")
-        assert result["content"]["data"]["text/plain"].startswith("<SwarmHandle ")
+        shown = next(m for m in messages if m["msg_type"] == "display_data"
+                     and m["content"]["data"]["text/plain"].startswith("<SwarmHandle "))
+        handle_id = shown["content"]["transient"]["display_id"]
         placeholder = next(m for m in messages if m["msg_type"] == "display_data"
                            and "display_id" in m["content"].get("transient", {}))
         display_id = placeholder["content"]["transient"]["display_id"]
@@ -149,6 +150,14 @@ def test_background_run_updates_its_output_when_it_ends(kernel: KernelSession) -
                 update = msg
         assert update is not None
         assert "4 workers (4 completed)" in update["content"]["data"]["text/plain"]
+        # The handle's line is rewritten too: it says how the run ended.
+        line = None
+        while line is None and time.monotonic() < deadline:
+            msg = kernel.next_iopub()
+            if (msg is not None and msg["msg_type"] == "update_display_data"
+                    and msg["content"].get("transient", {}).get("display_id") == handle_id):
+                line = msg["content"]["data"]["text/plain"]
+        assert line is not None and line.endswith(" completed; the Run is in _swarm>")
         assert "swarmkit" in update["content"]["metadata"]
         reply, printed = kernel.execute(
             "_swarm_handle.result()\nprint(_swarm is r, r.status, _swarm_handle.done())"

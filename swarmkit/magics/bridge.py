@@ -57,6 +57,7 @@ class SwarmHandle:
         self._callbacks: list[Callable[[SwarmHandle], None]] | None = []
         # Set once the done-callbacks ran, so result() returns with _swarm already stored.
         self._settled = threading.Event()
+        self._display_id: str | None = None  # of the repr shown by _ipython_display_
 
     def start(self, sinks: Sequence[Sink] = ()) -> SwarmHandle:
         self.future = self._bridge.submit(self._drive(list(sinks)))
@@ -122,6 +123,10 @@ class SwarmHandle:
         elif self._task is not None and not self._task.done():
             self._task.cancel()  # still building the engine: nothing to keep yet
 
+    def _ended(self) -> bool:
+        """The run's future has its outcome (its done-callbacks may still be running)."""
+        return self.future is not None and self.future.done()
+
     def done(self) -> bool:
         """The run ended and its done-callbacks (storing _swarm, the display) ran."""
         return self._settled.is_set()
@@ -135,7 +140,7 @@ class SwarmHandle:
     def state(self) -> str:
         """One word for where the run is: starting, planning, running, reducing,
         cancelling, stopping, or once ended the Run's status."""
-        if self.done():
+        if self._ended():
             run = self.run
             return "ended" if run is None else run.status
         if self._cancel_reason is not None:
@@ -211,7 +216,7 @@ class SwarmHandle:
         state = self.state
         run = self.run
         run_id = run.run_id if run is not None else "(no run id yet)"
-        if not self.done():
+        if not self._ended():
             tip = "" if self.cancelled else (
                 "; %swarm cancel stops it, %swarm stop --merge merges what finished")
             return f"<SwarmHandle {run_id} {state}{tip}; the Run goes to _swarm>"
@@ -221,6 +226,21 @@ class SwarmHandle:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
+
+    def _ipython_display_(self) -> None:
+        """Show the repr in a display that is rewritten when the run ends, so the line a
+        ``--background`` cell leaves says how the run ended, not "starting"."""
+        from IPython.display import display, update_display
+
+        first = self._display_id is None
+        if first:
+            import uuid
+
+            self._display_id = uuid.uuid4().hex
+        display({"text/plain": repr(self)}, raw=True, display_id=self._display_id)
+        if first:
+            self.add_done_callback(lambda handle: update_display(
+                {"text/plain": repr(handle)}, raw=True, display_id=handle._display_id))
 
 
 class SinkRelay:
