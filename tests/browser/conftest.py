@@ -93,13 +93,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def browser_context(chromium: Any) -> Iterator[Any]:
-    """This test's own browser context: its pages are closed however the test ends."""
+def browser_context(chromium: Any, lab: JupyterLab) -> Iterator[Any]:
+    """This test's own browser context: its pages are closed and its kernels shut down
+    however the test ends."""
     context = chromium.new_context()
     try:
         yield context
     finally:
         context.close()
+        lab.shutdown_kernels()
 
 
 @pytest.fixture

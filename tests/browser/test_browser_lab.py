@@ -258,10 +258,10 @@ def test_rows_stay_one_or_two_lines_at_800px(
     nb.run_all()
     dashboard = wait_dashboard(nb)
     dashboard.get_by_text("running", exact=False).first.wait_for(timeout=UI_TIMEOUT)
-    nb.screenshot(shots / "light-narrow-running.png", cell=1)
+    nb.screenshot(shots / "light-narrow-running.png")  # the window, file browser open
     live_rows = dashboard.locator("tr").evaluate_all("rs => rs.map(r => r.offsetHeight)")
     static = wait_static(nb)
-    nb.screenshot(shots / "light-narrow-final.png", cell=1)
+    nb.screenshot(shots / "light-narrow-final.png")
     static_rows = static.locator("table").first.locator("tr").evaluate_all(
         "rs => rs.map(r => r.offsetHeight)")
     line = nb.page.evaluate(
