@@ -129,9 +129,13 @@ class Dashboard:
         self.stop_button.on_click(self._stop_clicked)
         buttons = widgets.HBox([self.stop_button, self.cancel_button],
                                layout=widgets.Layout(flex="0 0 auto"))
+        # In a narrow window the buttons wrap below the header rather than squeeze it
+        # into a column one or two words wide.
+        self.sections["header"].layout = widgets.Layout(flex="1 1 24em")
         header = widgets.HBox(
             [self.sections["header"], buttons],
-            layout=widgets.Layout(justify_content="space-between", align_items="flex-start"),
+            layout=widgets.Layout(justify_content="space-between", align_items="flex-start",
+                                  flex_flow="row wrap"),
         )
         self.widget = _dashboard_box_class()(
             [header, *(self.sections[name] for name in SECTIONS if name != "header")]
