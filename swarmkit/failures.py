@@ -76,4 +76,8 @@ def failure_of(worker: WorkerRecord, status: int | None = None) -> Failure | Non
     if worker.status in ("completed", "pending", "running"):
         return None
     error = " ".join((worker.error or "").split())
-    return Failure(worker.index, worker.status_label, error, hint_for(worker.reason, status))
+    # Provider and budget errors end with their own advice ("...; try again later"), chosen
+    # from the same status: a second hint would only repeat it in other words.
+    advised = worker.reason in ("provider", "budget") and "; " in error
+    hint = "" if advised else hint_for(worker.reason, status)
+    return Failure(worker.index, worker.status_label, error, hint)

@@ -246,7 +246,11 @@ class RunTables:
         rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
                 for r in rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))]
         classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
-        return html_table(rows, self.HTML_WORKER_HEADERS, classes, css="sk-workers",
+        headers = self.HTML_WORKER_HEADERS
+        if not failures:  # an empty "why" column would only take width from the task
+            rows = [(*r[:3], *r[4:]) for r in rows]
+            headers = (*headers[:3], *headers[4:])
+        return html_table(rows, headers, classes, css="sk-workers",
                           tall=len(rows) > _SCROLL_ROWS)
 
     def metadata(self) -> dict[str, Any]:

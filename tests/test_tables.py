@@ -285,3 +285,22 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text, quote=True)
+
+
+def test_an_error_that_carries_its_own_advice_gets_no_second_hint() -> None:
+    from dataclasses import replace
+
+    from swarmkit.failures import failure_of
+
+    worker = replace(synthetic_run(2, fail_every=2).workers[1],
+                     error="HTTP 502 from host (gave up after 6 attempts); the server may be "
+                           "down or overloaded; try again later")
+    failure = failure_of(worker, 502)
+    assert failure is not None and failure.hint == ""
+    assert failure.line.count("try again later") == 1
+
+
+def test_a_run_with_no_failure_has_no_why_column() -> None:
+    page = synthetic_run(3).tables().html()
+    assert "<th>why</th>" not in _worker_table(page)
+    assert "<th>why</th>" in _worker_table(_failing_run().tables().html())
