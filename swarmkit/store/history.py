@@ -196,7 +196,7 @@ class History:
             values = dict(row)
             with contextlib.suppress(TypeError, ValueError):  # else the schema names it
                 values["models"] = parse_json(values["models"])
-            summaries.append(self._checked(_SUMMARY, values, row["run_id"]))
+            summaries.append(self._checked(_SUMMARY, values, str(values.get("run_id"))))
         return summaries
 
     def load_run(self, run_id: str) -> Run:
@@ -220,13 +220,14 @@ class History:
         for row in rows:
             values = dict(row)
             values["usage"] = {name: values.pop(name, None) for name in usage}
-            records.append(self._checked(_CALL, values, full, row["seq"]))
+            records.append(self._checked(_CALL, values, full, values.get("seq")))
         return records
 
     def tool_calls(self, run_id: str) -> list[ToolCallRecord]:
         full = self.resolve(run_id)
         rows = self.db.query("SELECT * FROM tool_calls WHERE run_id = ? ORDER BY seq", (full,))
-        return [self._checked(_TOOL_CALL, dict(row), full, row["seq"]) for row in rows]
+        values = [dict(row) for row in rows]
+        return [self._checked(_TOOL_CALL, v, full, v.get("seq")) for v in values]
 
     def cassette(self, run_id: str) -> Cassette | None:
         """The run's cassette, or None when it was run without one being kept."""

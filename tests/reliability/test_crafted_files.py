@@ -370,6 +370,10 @@ ROW_DAMAGE = [
     ("UPDATE calls SET status = 'teapot'", "calls", "status: .*integer"),
     ("INSERT INTO tool_calls VALUES ((SELECT run_id FROM runs), 0, -1, 0, 'c', 'add', '{}', "
      "NULL, NULL, 0.0, 0.1, 'live')", "tool_calls", "worker: .*greater than or equal to 0"),
+    # A table laid out by another program: a column missing or renamed.
+    ("ALTER TABLE runs DROP COLUMN workers", "recent", "workers: missing"),
+    ("ALTER TABLE calls DROP COLUMN model", "calls", "model: missing"),
+    ("ALTER TABLE calls RENAME COLUMN seq TO n", "calls", "seq"),
 ]
 
 
