@@ -88,7 +88,7 @@ def test_bad_base_url_in_the_magic_is_a_one_line_usage_error(
     line = f"--model gpt-4.1-mini --api-key-env {KEY_ENV} --base-url '{url}'"
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
-    assert str(error.value).startswith("%%swarm: base_url ") and says in str(error.value)
+    assert str(error.value).startswith("%%swarm: --base-url ") and says in str(error.value)
     one_line(str(error.value))
     with pytest.raises(UsageError) as config_error:
         shell.run_line_magic("swarm", f"config 'worker_base_url={url}'")
