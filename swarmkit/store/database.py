@@ -1,7 +1,8 @@
 """The SQLite file behind the cache and the run history.
 
 Several kernels may write one file at once, so it runs in WAL mode with a busy timeout,
-and every write is one short ``BEGIN IMMEDIATE`` transaction. SQLite errors never leave
+and every write is one short ``BEGIN IMMEDIATE`` transaction; opening a file brings its
+schema up to date with :mod:`.migrations` in one such transaction. SQLite errors never leave
 this module raw: they become a one-line :class:`~swarmkit.errors.StoreError` that says
 what to do (a corrupt file is moved aside with :func:`reset_database`).
 """
@@ -17,48 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from .migrations import MIGRATIONS, Migration, migrate, schema_version
 from .writer import Job, Writer, wait_for_writes
 
 __all__ = ["SCHEMA_VERSION", "Database", "reset_database"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = schema_version(MIGRATIONS)
 # How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_MS = 10_000
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, task TEXT NOT NULL, started_at TEXT NOT NULL,
-    status TEXT NOT NULL, answer TEXT, error TEXT, duration REAL NOT NULL,
-    workers INTEGER NOT NULL, calls INTEGER NOT NULL, prompt_tokens INTEGER,
-    completion_tokens INTEGER, cost_usd TEXT, models TEXT NOT NULL, config TEXT NOT NULL,
-    run_json TEXT NOT NULL, saved REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_saved ON runs (saved);
-CREATE TABLE IF NOT EXISTS calls (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, role TEXT NOT NULL,
-    model TEXT NOT NULL, source TEXT NOT NULL, attempts INTEGER NOT NULL,
-    prompt_tokens INTEGER, completion_tokens INTEGER, cached_tokens INTEGER,
-    reasoning_tokens INTEGER, requests INTEGER NOT NULL, cost_usd TEXT,
-    started REAL NOT NULL, latency REAL NOT NULL, fingerprint TEXT NOT NULL,
-    occurrence INTEGER NOT NULL, error TEXT, status INTEGER,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, worker INTEGER NOT NULL, hop INTEGER NOT NULL,
-    call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, result TEXT,
-    error TEXT, started REAL NOT NULL, duration REAL NOT NULL, source TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS cassettes (
-    run_id TEXT PRIMARY KEY, cassette TEXT NOT NULL, saved REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cache (
-    fingerprint TEXT NOT NULL, occurrence INTEGER NOT NULL, model TEXT NOT NULL,
-    response TEXT NOT NULL, usage TEXT NOT NULL, created REAL NOT NULL,
-    PRIMARY KEY (fingerprint, occurrence)
-);
-"""
 
 _CORRUPT_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
@@ -101,12 +68,16 @@ class Database:
     """The history file: a connection for reads and quick writes, shared by threads under
     a lock, and a background :class:`Writer` for the big writes (:meth:`write_later`)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *,
+                 migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        """Open (creating or upgrading) the file at ``path``. ``migrations`` is the schema
+        to bring it to; anything but the default :data:`MIGRATIONS` is for tests."""
         # Absolute now: the writer thread connects later, after the cwd may have changed
         # (a notebook's %cd, a test's chdir), and must still write where the run was made.
         self.path = Path(path).absolute()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._migrations = tuple(migrations)
         self._writer = Writer(self.path, self._open, lambda exc: _store_error(self.path, exc))
         wait_for_writes(self.path)
         try:
@@ -144,28 +115,17 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         conn = self._open()
         self._conn = conn
+        # One transaction for the whole upgrade: a second process opening the same file
+        # waits here and then finds it migrated; a failed migration leaves it untouched.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            self._schema(conn)
+            migrate(conn, self.path, self._migrations)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         return conn
-
-    def _schema(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise StoreError(
-                f"history database {self.path} was written by a newer swarmkit (schema "
-                f"{row[0]}); upgrade swarmkit or point history_path elsewhere"
-            )
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
