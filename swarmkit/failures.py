@@ -26,6 +26,7 @@ _HINTS = {
     "replay": "the cassette no longer matches this cell: record it again",
     "error": "a bug in swarmkit: the traceback is in the 'swarmkit' log",
     "interrupt": "the kernel was interrupted",
+    "stopped": "stopped early; the finished workers were merged",
 }
 
 

@@ -304,3 +304,14 @@ def test_a_run_with_no_failure_has_no_why_column() -> None:
     page = synthetic_run(3).tables().html()
     assert "<th>why</th>" not in _worker_table(page)
     assert "<th>why</th>" in _worker_table(_failing_run().tables().html())
+
+
+def test_a_worker_stopped_early_says_the_reducer_merged_the_rest() -> None:
+    from dataclasses import replace
+
+    from swarmkit.failures import failure_of
+
+    worker = replace(synthetic_run(1).workers[0], status="cancelled", reason="stopped",
+                     error=None)
+    failure = failure_of(worker)
+    assert failure is not None and "the finished workers were merged" in failure.line

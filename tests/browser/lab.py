@@ -184,19 +184,21 @@ class NotebookPage:
         run = self.page.locator('[data-command="notebook:run-cell-and-select-next"]').first
         for index in range(count):
             ran = r"/\[\d+\]/" if index < count - 1 else r"/\[[\d*]+\]/"
-            for attempt in range(4):
-                if attempt:
-                    self.page.wait_for_timeout(1_000 * attempt)
+            deadline = time.monotonic() + UI_TIMEOUT / 1000
+            while True:
                 cells.nth(index).locator(".jp-InputPrompt").click()
                 run.click()
                 try:
                     self.page.wait_for_function(
                         f"""(i) => {ran}.test(document.querySelectorAll(
                             '.jp-Notebook .jp-Cell .jp-InputPrompt')[i].textContent)""",
-                        arg=index, timeout=15_000)
+                        arg=index, timeout=10_000)
                     break
                 except Exception:  # playwright's TimeoutError: run it again
-                    continue
+                    if time.monotonic() > deadline:
+                        raise AssertionError(
+                            f"cell {index} of {self.name} never ran; see {self.lab.log_path}"
+                        ) from None
 
     def interrupt(self) -> None:
         """The toolbar's interrupt button (the square), as a user clicks it."""
