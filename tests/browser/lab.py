@@ -205,12 +205,18 @@ class NotebookPage:
         self.page.locator('[data-command="notebook:interrupt-kernel"]').first.click()
 
     def save(self) -> None:
-        self.page.locator(".jp-Notebook").first.click()
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("Control+s")
-        self.page.wait_for_function(
-            """() => !document.querySelector('.jp-mod-current .jp-mod-dirty')""",
-            timeout=UI_TIMEOUT)
+        """The toolbar's save button, then wait until the file on disk has changed.
+
+        The page's dirty marker is not proof: it can read clean before the save request
+        has gone out, and a reopen would then find the notebook without its outputs."""
+        path = self.lab.root / self.name
+        before = path.read_bytes()
+        deadline = time.monotonic() + UI_TIMEOUT / 1000
+        while path.read_bytes() == before:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} was never saved; see {self.lab.log_path}")
+            self.page.locator('[data-command="docmanager:save"]').first.click()
+            self.page.wait_for_timeout(1_000)
 
     def output_area(self, cell: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea")
