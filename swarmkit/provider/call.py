@@ -40,10 +40,10 @@ from ..events import CallRetried, CallStarted, Event, RateLimitWait
 from ..limits import RateLimits, worst_case_tokens
 from ..scrub import StreamScrubber, scrub, scrub_reply
 from .clients import Endpoint, EndpointClients
+from .hints import HINT_DOWN, RETRYABLE_STATUS, http_hint
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
 # How servers word a refusal of response_format (their texts: swarmkit/ladder.py), e.g.
 # llama-cpp-python's HTTP 500 "Input should be 'text' or 'json_object'", LM Studio's 400
 # "'response_format.type' must be 'json_schema' or 'text'", vLLM's 400 "The provided JSON
@@ -220,7 +220,7 @@ class OpenAIProvider:
             ):
                 raise _AttemptError(
                     f"no answer from {endpoint.host} within {self.config.call_timeout:g}s",
-                    hint=_HINT_DOWN, retryable=True,
+                    hint=HINT_DOWN, retryable=True,
                 ) from None
             # The aiohttp transport reports a dropped connection as a connect timeout;
             # the exception it wraps says what really happened.
@@ -230,7 +230,7 @@ class OpenAIProvider:
             detail = self._line(text or type(root).__name__, 120)
             raise _AttemptError(
                 f"connection dropped by {endpoint.host} ({detail})",
-                hint=_HINT_DOWN, retryable=True,
+                hint=HINT_DOWN, retryable=True,
             ) from None
         except openai.APIResponseValidationError:
             raise _malformed(endpoint, "not a chat completion") from None
@@ -301,7 +301,7 @@ class OpenAIProvider:
             # Without a finish reason the answer may be missing its end; ask again.
             raise _AttemptError(
                 f"stream from {endpoint.host} ended before the answer finished",
-                hint=_HINT_DOWN, retryable=True,
+                hint=HINT_DOWN, retryable=True,
             )
         show(scrubber.flush())
         return scrub_reply(accumulator.response(), "".join(shown), self._endpoints.secrets)
@@ -310,7 +310,7 @@ class OpenAIProvider:
         """An error event the server sent inside its answer (retried: it may pass)."""
         return _AttemptError(
             f"error from {endpoint.host} mid-answer: {self._line(message, 200)}",
-            hint=_HINT_DOWN, retryable=True,
+            hint=HINT_DOWN, retryable=True,
         )
 
     def _status_error(
@@ -336,8 +336,8 @@ class OpenAIProvider:
                 f"(HTTP {status}: {one_line(detail, 120)}); use a simpler format",
                 status=status,
             )
-        retryable = status in _RETRYABLE_STATUS or status >= 500
-        return _AttemptError(message, hint=_hint(status), status=status, retryable=retryable,
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        return _AttemptError(message, hint=http_hint(status), status=status, retryable=retryable,
                              retry_after=retry_after)
 
     def _scrub(self, text: str) -> str:
@@ -386,19 +386,3 @@ def _malformed(endpoint: Endpoint, detail: str) -> _AttemptError:
         f"malformed response from {endpoint.host} ({detail})",
         hint="check that base_url points at an OpenAI-compatible /v1 endpoint", retryable=True,
     )
-
-
-_HINT_DOWN = "the server may be down or overloaded; try again later"
-
-
-def _hint(status: int) -> str:
-    """What to do about an HTTP error; ``{key_env}`` is filled in with the key's name."""
-    if status in (401, 403):
-        return "check the key in ${key_env} and that it may use this model"
-    if status == 404:
-        return "check the model name and base_url"
-    if status == 429:
-        return "lower concurrency, set rpm/tpm, or try again later"
-    if status >= 500 or status in _RETRYABLE_STATUS:
-        return _HINT_DOWN
-    return "the request was refused as sent; check the model's options"
