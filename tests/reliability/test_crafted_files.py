@@ -32,6 +32,7 @@ from swarmkit.store import History
 from swarmkit.store.cassette import Cassette
 from swarmkit.store.replay import Player
 from swarmkit.store.views import RunDiff, RunListing
+from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]
@@ -350,7 +351,9 @@ def history_file(recorded: tuple[str, str], tmp_path: Path) -> Path:
 
 
 def _tamper(path: Path, sql: str) -> None:
-    # Another program (or a crafted file) writing the rows directly.
+    # Another program (or a crafted file) writing the rows directly, once swarmkit's own
+    # background writes to the file have landed (else they could land after, undoing it).
+    wait_for_writes(path)
     with sqlite3.connect(path) as conn:
         conn.execute(sql)
     conn.close()
