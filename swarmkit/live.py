@@ -80,6 +80,9 @@ class WorkerLive:
     fail_status: int | None = None  # HTTP status of its last failed call
     record: WorkerRecord | None = None  # set once finished: what its drill-down shows
     tool_records: list[ToolCallRecord] = field(default_factory=list)
+    # The finished worker's rendered task cell: it cannot change any more, and the worker
+    # section is rendered on every push (twice a second while calls are in flight).
+    finished_cell: object | None = None
 
     @property
     def attempts(self) -> int:
@@ -102,6 +105,7 @@ class WorkerLive:
         self.completion_tokens = record.usage.completion_tokens
         self.cost, self.latency, self.tools = record.cost_usd, record.latency, record.tool_calls
         self.waiting = False
+        self.finished_cell = None
 
 
 class LiveState:

@@ -195,6 +195,8 @@ def _failure(worker: WorkerLive) -> Failure | None:
 
 def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) -> Markup:
     """The task, one line; it opens on the worker's drill-down once it has started."""
+    if isinstance(worker.finished_cell, Markup):
+        return worker.finished_cell
     summary = clip(worker.task, 48)
     if worker.started is None and worker.record is None:
         return clipped(worker.task, 48)
@@ -209,7 +211,10 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
         tool_total=worker.tools, failure=failure, where=f"_swarm.worker({worker.index})",
         output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS,
     )
-    return Markup(details(summary, body, title=worker.task), summary)
+    cell = Markup(details(summary, body, title=worker.task), summary)
+    if record is not None:
+        worker.finished_cell = cell
+    return cell
 
 
 def _tools(state: LiveState) -> str:
