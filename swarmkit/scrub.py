@@ -49,21 +49,23 @@ REDACTED = "[redacted]"
 # would mangle every text that happens to contain those letters.
 MIN_SECRET_CHARS = 8
 
-_known: set[str] = set()
+# Replaced, never mutated: every scrub reads it without a lock or a copy (it runs on each
+# reply and error), and the same frozenset keeps hitting _patterns' cache.
+_known: frozenset[str] = frozenset()
 _lock = threading.Lock()
 
 
 def remember_secrets(values: Iterable[str]) -> None:
     """Treat ``values`` as secrets in every text scrubbed from now on (in this process)."""
+    global _known
     fresh = {v.strip() for v in values if len(v.strip()) >= MIN_SECRET_CHARS}
     if not fresh <= _known:
         with _lock:
-            _known.update(fresh)
+            _known = _known | fresh
 
 
 def known_secrets() -> frozenset[str]:
-    with _lock:
-        return frozenset(_known)
+    return _known
 
 
 def _variants(value: str) -> set[str]:
