@@ -106,10 +106,10 @@ def report_replay(quick: bool) -> None:
 
 
 def report_rate_limited(quick: bool, latency: float) -> None:
-    if not _available("swarmkit.limits"):
+    if not _available("swarmkit.provider.ratelimits"):
         print("rate-limited run: not available (rpm/tpm limits are not on this branch)")
         return
-    from swarmkit.limits import ideal_wall_time
+    from swarmkit.provider.ratelimits import ideal_wall_time
 
     # A short window stands in for the minute, so the run takes seconds, not minutes.
     workers, concurrency, limit, window = (10, 5, 6, 0.5) if quick else (100, 20, 20, 1.0)

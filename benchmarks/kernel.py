@@ -26,8 +26,8 @@ import anyio._backends._asyncio, h11, httpcore2, openai, truststore
 import openai._vendor.httpx_aiohttp.transport
 import swarmkit, swarmkit.api, swarmkit.provider, swarmkit.store, swarmkit.tools
 import importlib.util
-if importlib.util.find_spec("swarmkit.dashboard") is not None:
-    import swarmkit.dashboard, ipywidgets
+if importlib.util.find_spec("swarmkit.display.widget") is not None:
+    import swarmkit.display.widget, ipywidgets
 get_ipython().run_line_magic("load_ext", "swarmkit")
 
 def _bench_cpu():
@@ -40,7 +40,7 @@ def _bench_rss():
 
 def _bench_dashboards():
     # The magic owns its Dashboard; find the one this run used to read its counter.
-    cls = getattr(sys.modules.get("swarmkit.dashboard"), "Dashboard", None)
+    cls = getattr(sys.modules.get("swarmkit.display.widget"), "Dashboard", None)
     if cls is None:
         return []
     return [o for o in gc.get_objects() if type(o) is cls]  # isinstance would load lazy proxies
@@ -69,7 +69,7 @@ def magic_available() -> bool:
 
 
 def dashboard_available() -> bool:
-    return importlib.util.find_spec("swarmkit.dashboard") is not None
+    return importlib.util.find_spec("swarmkit.display.widget") is not None
 
 
 def execute(kernel: KernelSession, code: str) -> list[str]:

@@ -14,7 +14,7 @@ Each tutorial replays cassettes of runs made here and now, and says what made th
   MCP server process (``shop_server.py``).
 
 Every notebook is executed in replay mode and checked against its runs before it is
-written (``swarmkit.export.ReplayNotebook``), so ``pytest --nbval notebooks/`` passes.
+written (``swarmkit.export.exporter.ReplayNotebook``), so ``pytest --nbval notebooks/`` passes.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's swarmkit, installed or n
 import nbformat  # noqa: E402
 
 import swarmkit  # noqa: E402
-from swarmkit.export import ReplayNotebook  # noqa: E402
-from swarmkit.notebook import execute_notebook  # noqa: E402
-from swarmkit.run import Run  # noqa: E402
+from swarmkit.export.exporter import ReplayNotebook  # noqa: E402
+from swarmkit.export.writer import execute_notebook  # noqa: E402
+from swarmkit.runrecord import Run  # noqa: E402
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer  # noqa: E402
 from swarmkit.testing.notebooks import offline_env  # noqa: E402
 

@@ -1,140 +1,117 @@
 """swarmkit: planner → workers → reducer LLM swarms, first-class in Jupyter.
 
 ``%load_ext swarmkit`` registers the ``%%swarm`` magic; ``swarmkit.run`` /
-``swarmkit.run_sync`` run a swarm from Python.
+``swarmkit.run_sync`` run a swarm from Python and return a :class:`Run`.
 
-Every public name is re-exported lazily (PEP 562 style, resolved on first use), so that
-``%load_ext swarmkit`` and ``import swarmkit`` stay fast. To export a new name, add one
-line to ``_EXPORTS`` (name -> submodule) and, for type checkers, to the TYPE_CHECKING block.
+This module only re-exports. The magics are imported when IPython loads the extension,
+so ``import swarmkit`` in a script never imports IPython's magic machinery or ipywidgets.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-__version__ = "0.1.0"
-
-_EXPORTS: dict[str, str] = {
-    "BudgetExceeded": "errors",
-    "CallRecord": "records",
-    "CassetteError": "errors",
-    "ChatRequest": "calls",
-    "ChatResponse": "calls",
-    "ConfigError": "errors",
-    "ExportError": "errors",
-    "LocalModelError": "errors",
-    "MCPError": "errors",
-    "ModelPrice": "pricing",
-    "PlanError": "errors",
-    "PriceTable": "pricing",
-    "ProviderError": "errors",
-    "RecordError": "errors",
-    "ReplayMiss": "errors",
-    "RoleConfig": "config",
-    "Run": "run",
-    "RunCancelled": "errors",
-    "StoreError": "errors",
-    "Tool": "tools",
-    "SwarmConfig": "config",
-    "SwarmError": "errors",
-    "ToolCallRecord": "records",
-    "ToolError": "errors",
-    "Usage": "calls",
-    "WorkerRecord": "records",
-    "load_ipython_extension": "magics",
-    "run": "api",
-    "run_sync": "api",
-    "tool": "tools",
-}
+from ._version import __version__
+from .api import load_run, run, run_sync
+from .calls import ChatRequest, ChatResponse
+from .config import RoleConfig, SwarmConfig
+from .errors import (
+    BudgetExceeded,
+    CassetteError,
+    ConfigError,
+    ExportError,
+    LocalModelError,
+    MCPError,
+    PlanError,
+    ProviderError,
+    RecordError,
+    ReplayMiss,
+    RunCancelled,
+    StoreError,
+    SwarmError,
+    ToolError,
+)
+from .events import (
+    BudgetUpdated,
+    CallFinished,
+    CallRetried,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    PlanReady,
+    RateLimitWait,
+    ReducerDelta,
+    ReducerStarted,
+    RunFinished,
+    RunStarted,
+    Sink,
+    ToolCallFinished,
+    WorkerFinished,
+    WorkerStarted,
+)
+from .pricing import ModelPrice, PriceTable
+from .records import CallRecord, ToolCallRecord, WorkerRecord
+from .result import Run
+from .runrecord import RunRecord
+from .tools import Tool, tool
+from .usage import Usage
 
 __all__ = [
     "BudgetExceeded",
+    "BudgetUpdated",
+    "CallFinished",
     "CallRecord",
+    "CallRetried",
+    "CallStarted",
     "CassetteError",
     "ChatRequest",
     "ChatResponse",
+    "ConcurrencyChanged",
     "ConfigError",
+    "Event",
     "ExportError",
     "LocalModelError",
     "MCPError",
     "ModelPrice",
     "PlanError",
+    "PlanReady",
     "PriceTable",
     "ProviderError",
+    "RateLimitWait",
     "RecordError",
+    "ReducerDelta",
+    "ReducerStarted",
     "ReplayMiss",
     "RoleConfig",
     "Run",
     "RunCancelled",
+    "RunFinished",
+    "RunRecord",
+    "RunStarted",
+    "Sink",
     "StoreError",
     "SwarmConfig",
     "SwarmError",
     "Tool",
+    "ToolCallFinished",
     "ToolCallRecord",
     "ToolError",
     "Usage",
+    "WorkerFinished",
     "WorkerRecord",
+    "WorkerStarted",
     "__version__",
     "load_ipython_extension",
+    "load_run",
     "run",
     "run_sync",
     "tool",
 ]
 
 
-class _Package(types.ModuleType):
-    """The package module: resolves exports on first access.
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext swarmkit``: register ``%%swarm`` and ``%swarm``."""
+    # Imported here: IPython loads the magics only when it loads the extension.
+    from .magics import load_ipython_extension as load
 
-    ``swarmkit.run`` is both a function (the export) and a submodule name; the import
-    system sets ``swarmkit.run`` to the submodule when that is first imported, which
-    would hide the function. Refusing that one rebinding keeps ``swarmkit.run`` the
-    function, as an eager ``from .api import run`` did.
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module 'swarmkit' has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        types.ModuleType.__setattr__(self, name, value)
-        return value
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and name != _EXPORTS[name]:
-            return
-        super().__setattr__(name, value)
-
-    def __dir__(self) -> list[str]:
-        return sorted({*globals(), *__all__})
-
-
-sys.modules[__name__].__class__ = _Package
-
-if TYPE_CHECKING:
-    from .api import run, run_sync
-    from .calls import ChatRequest, ChatResponse, Usage
-    from .config import RoleConfig, SwarmConfig
-    from .errors import (
-        BudgetExceeded,
-        CassetteError,
-        ConfigError,
-        ExportError,
-        LocalModelError,
-        MCPError,
-        PlanError,
-        ProviderError,
-        RecordError,
-        ReplayMiss,
-        RunCancelled,
-        StoreError,
-        SwarmError,
-        ToolError,
-    )
-    from .magics import load_ipython_extension
-    from .pricing import ModelPrice, PriceTable
-    from .records import CallRecord, ToolCallRecord, WorkerRecord
-    from .run import Run
-    from .tools import Tool, tool
+    load(ipython)

@@ -14,17 +14,18 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
-from .config import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
-from .engine import Engine
+from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
+from .engine.background import background_loop
+from .engine.swarm import Engine
 from .errors import SwarmError
 from .events import Sink
-from .loop import background_loop
-from .run import Run
+from .result import Run
+from .store.history import History
 
 if TYPE_CHECKING:
     from .provider import OpenAIProvider
 
-__all__ = ["LiveCaller", "create_engine", "resolve_models", "run", "run_sync"]
+__all__ = ["LiveCaller", "create_engine", "load_run", "resolve_models", "run", "run_sync"]
 
 
 class LiveCaller:
@@ -63,7 +64,7 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
             hosted = role.base_url is not None or _has_key(role, env)
             role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
         if role.is_local and role.base_url is None:
-            from .local import resolve_local
+            from .provider.embedded import resolve_local
 
             role = resolve_local(role)
         roles[name] = role
@@ -95,7 +96,8 @@ async def create_engine(
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
-        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop)
+        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
+                      record_type=Run)
     from .store import CallStore, Cassette
 
     cassette = None
@@ -121,7 +123,7 @@ async def create_engine(
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
-                      worker_loop=worker_loop, **store.engine_options())
+                      worker_loop=worker_loop, record_type=Run, **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
@@ -164,3 +166,10 @@ def run_sync(task: str, **options: Any) -> Run:
         return asyncio.run(run(task, **options))
     bridge = background_loop()
     return bridge.wait(bridge.submit(run(task, **options)))
+
+
+def load_run(run_id: str, history_path: str | os.PathLike[str] | None = None) -> Run:
+    """A run from the history database (an id prefix is enough), with its tables and
+    ``export``; ``history_path`` defaults to ``.swarmkit/history.db``."""
+    with History(history_path) as history:
+        return Run.of(history.load_run(run_id))

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .schema import Count
+from .usage import Usage
 
 if TYPE_CHECKING:
-    from .config import RoleConfig
+    from .config.swarm import RoleConfig
     from .events import Event
 
 __all__ = [
@@ -29,8 +29,8 @@ __all__ = [
     "ToolCallRequest",
     "ToolKey",
     "ToolOutcome",
-    "Usage",
     "canonical_json",
+    "worst_case_tokens",
 ]
 
 CallSource = Literal["live", "cache", "replay"]
@@ -52,54 +52,6 @@ def _max_tokens_field(model: str) -> str:
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal values give equal strings."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts of one call or a sum of calls. ``None`` means the server did not say."""
-
-    prompt_tokens: Count | None = 0
-    completion_tokens: Count | None = 0
-    cached_tokens: Count | None = 0
-    reasoning_tokens: Count | None = 0
-    requests: Count = 0
-
-    @property
-    def total_tokens(self) -> int | None:
-        if self.prompt_tokens is None or self.completion_tokens is None:
-            return None
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, other: Usage) -> Usage:
-        def plus(a: int | None, b: int | None) -> int | None:
-            return None if a is None or b is None else a + b
-
-        return Usage(
-            prompt_tokens=plus(self.prompt_tokens, other.prompt_tokens),
-            completion_tokens=plus(self.completion_tokens, other.completion_tokens),
-            cached_tokens=plus(self.cached_tokens, other.cached_tokens),
-            reasoning_tokens=plus(self.reasoning_tokens, other.reasoning_tokens),
-            requests=self.requests + other.requests,
-        )
-
-    def to_dict(self) -> dict[str, int | None]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "requests": self.requests,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Usage:
-        return cls(
-            prompt_tokens=data.get("prompt_tokens"),
-            completion_tokens=data.get("completion_tokens"),
-            cached_tokens=data.get("cached_tokens"),
-            reasoning_tokens=data.get("reasoning_tokens"),
-            requests=int(data.get("requests", 1)),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,3 +249,8 @@ class ModelCaller(Protocol):
     ) -> ToolOutcome: ...
 
     async def aclose(self) -> None: ...
+
+
+def worst_case_tokens(request: ChatRequest, role: RoleConfig) -> int:
+    """The most tokens ``request`` can count: its prompt bound plus its output cap."""
+    return request.prompt_token_bound() + (request.max_tokens or role.max_tokens)

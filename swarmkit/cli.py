@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from .errors import ConfigError, SwarmError
 from .events import BudgetUpdated, Event, PlanReady, RunFinished, WorkerFinished
-from .run import Run
+from .result import Run
 
 __all__ = ["ProgressLine", "main"]
 
@@ -170,8 +170,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .export import export_paths, export_run
-    from .notebook import existing
+    from .export.exporter import export_paths, export_run
+    from .export.writer import existing
 
     if not args.force and (taken := existing(export_paths(args.out))):
         sys.stderr.write(f"swarmkit: not running the demo: {taken}; pass --force to "

@@ -13,8 +13,8 @@ from decimal import Decimal, InvalidOperation
 from functools import cache
 from importlib import resources
 
-from .calls import Usage
 from .errors import ConfigError
+from .usage import Usage
 
 __all__ = ["ModelPrice", "PriceTable"]
 

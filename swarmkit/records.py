@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from .calls import CallSource, Usage
+from .calls import CallSource
 from .schema import Cost, Count, Schema, Seconds
+from .usage import Usage
 
 __all__ = [
     "CallRecord",

@@ -19,7 +19,7 @@ def _private_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _local_extra_missing() -> str | None:
     """Why the embedded model cannot run here, or None if it can."""
     from swarmkit.errors import LocalModelError
-    from swarmkit.local import SERVER_MODULES, gguf_path
+    from swarmkit.provider.embedded import SERVER_MODULES, gguf_path
 
     for name in SERVER_MODULES:
         if importlib.util.find_spec(name) is None:

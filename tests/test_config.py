@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from swarmkit.config import AUTO_MODEL, SwarmConfig
+from swarmkit.config.swarm import AUTO_MODEL, SwarmConfig
 from swarmkit.errors import ConfigError
 
 

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from swarmkit.config import SwarmConfig
-from swarmkit.dashboard import Dashboard
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.display.livestate import MAX_ROWS, SECTIONS
+from swarmkit.display.widget import Dashboard
 from swarmkit.errors import ConfigError
 from swarmkit.events import ReducerDelta, RunStarted
-from swarmkit.live import MAX_ROWS, SECTIONS
 from swarmkit.testing.synthetic import synthetic_events
 
 FLUSHER = "swarmkit-dashboard-flusher"
@@ -206,7 +206,7 @@ def test_a_real_swarm_against_fake_server_ends_with_the_runs_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import swarmkit
-    from swarmkit.tables import format_cost, format_tokens
+    from swarmkit.display.tables import format_cost, format_tokens
     from swarmkit.testing import FakeServer
 
     monkeypatch.setenv("SWARMKIT_TEST_KEY", "sk-test-dashboard-0000")

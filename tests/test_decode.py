@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from swarmkit.calls import ToolCallRequest, Usage
-from swarmkit.decode import ServerSentEvents, StreamAccumulator, parse_completion
+from swarmkit.calls import ToolCallRequest
+from swarmkit.provider.decode import ServerSentEvents, StreamAccumulator, parse_completion
+from swarmkit.usage import Usage
 
 
 def completion(message: dict[str, object], **extra: object) -> dict[str, object]:

@@ -19,10 +19,15 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
 from swarmkit.errors import ExportError
-from swarmkit.export import ExportResult, ReplayNotebook, export_run, find_recording
+from swarmkit.export.exporter import (
+    ExportResult,
+    ReplayNotebook,
+    export_run,
+    find_recording,
+)
+from swarmkit.export.replaycell import replay_options, swarm_cells
 from swarmkit.magics import SwarmMagics
-from swarmkit.replaycell import replay_options, swarm_cells
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.testing.notebooks import CLOSED_BASE_URL, offline_env, run_nbval
@@ -221,7 +226,7 @@ def test_recording_comes_from_a_file_or_from_the_history(
     with History(history) as db:
         loaded = db.load_run(past.run_id)
     # A fresh process would only have the history: the export finds the cassette there.
-    from swarmkit.export import _from_history
+    from swarmkit.export.exporter import _from_history
 
     found = _from_history(loaded, None)
     assert found is not None and found.run_id == past.run_id

@@ -196,7 +196,7 @@ def test_the_dashboard_built_after_the_start_sees_every_event(kernel: KernelSess
         reply, printed = kernel.execute(swarm_line(server, "--workers 6") + "\nList six birds")
         assert reply["status"] == "ok", printed
         reply, printed = kernel.execute(
-            "import gc, json\nfrom swarmkit.dashboard import Dashboard\n"
+            "import gc, json\nfrom swarmkit.display.widget import Dashboard\n"
             "board = [o for o in gc.get_objects() if type(o) is Dashboard][-1]\n"
             "state = board._state\n"
             "print(json.dumps({'phase': state.phase, 'calls': state.calls, "
@@ -215,11 +215,11 @@ def test_the_dashboard_built_after_the_start_sees_every_event(kernel: KernelSess
 
 def test_a_dashboard_that_fails_to_build_leaves_the_run_going(kernel: KernelSession) -> None:
     reply, printed = kernel.execute(
-        "import swarmkit.dashboard\n"
+        "import swarmkit.display.widget\n"
         "class Broken:\n"
         "    def __init__(self, **kw):\n"
         "        raise RuntimeError('no widget frontend here')\n"
-        "swarmkit.dashboard.Dashboard = Broken\n"
+        "swarmkit.display.widget.Dashboard = Broken\n"
     )
     assert reply["status"] == "ok", printed
     with FakeServer(lifetime=120, plan_tasks=3) as server:

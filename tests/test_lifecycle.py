@@ -18,8 +18,8 @@ import pytest
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
-from swarmkit.config import SwarmConfig
-from swarmkit.dashboard import Dashboard
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.display.widget import Dashboard
 from swarmkit.magics.bridge import SwarmHandle
 from swarmkit.testing import (
     FakeReply,

@@ -16,16 +16,17 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.calls import ChatRequest
-from swarmkit.config import RoleConfig, SwarmConfig
+from swarmkit.calls import ChatRequest, worst_case_tokens
+from swarmkit.config.swarm import RoleConfig, SwarmConfig
+from swarmkit.engine.worker import start_delay
 from swarmkit.events import (
     CallFinished,
     ConcurrencyChanged,
     Event,
     RateLimitWait,
 )
-from swarmkit.limits import RateLimits, ideal_wall_time, start_delay, worst_case_tokens
-from swarmkit.run import Run
+from swarmkit.provider.ratelimits import RateLimits, ideal_wall_time
+from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 
 KEY_ENV = "SWARMKIT_LIMITS_KEY"
@@ -168,7 +169,7 @@ def test_admission_settles_tpm_to_real_usage_and_refunds_a_429() -> None:
                                 emit=events.append, clock=lambda: 0.0)
 
         first = await admit()
-        from swarmkit.limits import _windows
+        from swarmkit.provider.ratelimits import _windows
 
         key = _windows("http://x/v1", "K")
         assert key.tpm is not None and key.rpm is not None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from swarmkit.config import SwarmConfig
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.display.livestate import MAX_ROWS, SECTIONS, LiveState
 from swarmkit.events import (
     CallRetried,
     CallStarted,
@@ -15,7 +16,6 @@ from swarmkit.events import (
     WorkerFinished,
     WorkerStarted,
 )
-from swarmkit.live import MAX_ROWS, SECTIONS, LiveState
 from swarmkit.records import WorkerRecord
 from swarmkit.testing.synthetic import synthetic_events, synthetic_run
 

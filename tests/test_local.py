@@ -21,9 +21,9 @@ import openai
 import pytest
 
 import swarmkit
-from swarmkit.config import RoleConfig
+from swarmkit.config.swarm import RoleConfig
 from swarmkit.errors import LocalModelError
-from swarmkit.local import (
+from swarmkit.provider.embedded import (
     GGUF_FILE,
     INSTALL_HINT,
     LocalModelServer,

@@ -19,8 +19,8 @@ from IPython.utils.capture import capture_output
 
 from swarmkit.magics import SwarmHandle, SwarmMagics
 from swarmkit.magics.dryrun import DryRun
-from swarmkit.magics.interpolate import interpolate
-from swarmkit.run import Run
+from swarmkit.result import Run
+from swarmkit.template import interpolate
 from swarmkit.testing import FakeServer, swarm_shell, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -449,8 +449,7 @@ def test_load_ext_imports_no_model_client() -> None:
         "shell = InteractiveShell.instance()\n"
         "shell.run_line_magic('load_ext', 'swarmkit')\n"
         "shell.run_line_magic('swarm', 'config workers=3')\n"
-        "names = ('openai', 'httpx2', 'httpx', 'ipywidgets', 'swarmkit.engine',"
-        " 'swarmkit.provider')\n"
+        "names = ('openai', 'httpx2', 'httpx', 'ipywidgets')\n"
         "print(json.dumps({n: n in sys.modules for n in names}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -458,7 +457,6 @@ def test_load_ext_imports_no_model_client() -> None:
                          env=env, check=True, cwd=ROOT, timeout=60)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {
         "openai": False, "httpx2": False, "httpx": False, "ipywidgets": False,
-        "swarmkit.engine": False, "swarmkit.provider": False,
     }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarmkit.mdhtml import markdown_html
+from swarmkit.display.markdown import markdown_html
 
 
 def test_headings_lists_code_and_tables() -> None:

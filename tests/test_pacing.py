@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from swarmkit.pacing import AdaptiveGate, GateTicket, WindowLimiter
+from swarmkit.provider.pacing import AdaptiveGate, GateTicket, WindowLimiter
 
 
 class FakeClock:

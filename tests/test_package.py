@@ -1,4 +1,4 @@
-"""The package's lazy re-exports: every public name resolves, and importing stays cheap."""
+"""The public surface: every name resolves, the list is pinned, importing stays light."""
 
 from __future__ import annotations
 
@@ -33,19 +33,87 @@ def test_unknown_names_raise_attribute_error() -> None:
         swarmkit.nope  # noqa: B018
 
 
-def test_run_stays_the_function_when_the_run_module_loads_first() -> None:
-    out = python(
-        "import swarmkit.run, swarmkit, json\n"
-        "from swarmkit.run import Run\n"
-        "print(json.dumps([callable(swarmkit.run), swarmkit.run.__module__,"
-        " swarmkit.Run is Run]))"
-    )
-    assert json.loads(out) == [True, "swarmkit.api", True]
+def test_no_module_is_named_like_a_public_function() -> None:
+    import pkgutil
+
+    modules = {m.name.rsplit(".", 1)[-1] for m in pkgutil.walk_packages(swarmkit.__path__)}
+    functions = {name for name in swarmkit.__all__ if callable(getattr(swarmkit, name))
+                 and not isinstance(getattr(swarmkit, name), type)}
+    assert not modules & functions
+    assert swarmkit.run.__module__ == "swarmkit.api"
 
 
-def test_import_swarmkit_loads_no_submodule() -> None:
+def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> None:
+    # A script that runs swarms must not pay for IPython, ipywidgets or the magics; openai
+    # loads with the first call (swarmkit.provider imports it there).
     out = python(
         "import json, sys, swarmkit\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('swarmkit'))))"
+        "names = ('IPython', 'ipywidgets', 'openai', 'nbformat', 'swarmkit.magics',"
+        " 'swarmkit.display.widget')\n"
+        "print(json.dumps([n for n in names if n in sys.modules]))"
     )
-    assert json.loads(out) == ["swarmkit"]
+    assert json.loads(out) == []
+
+
+# The public surface, pinned: adding or removing a name is a decision, made here too.
+PUBLIC = [
+    "BudgetExceeded",
+    "BudgetUpdated",
+    "CallFinished",
+    "CallRecord",
+    "CallRetried",
+    "CallStarted",
+    "CassetteError",
+    "ChatRequest",
+    "ChatResponse",
+    "ConcurrencyChanged",
+    "ConfigError",
+    "Event",
+    "ExportError",
+    "LocalModelError",
+    "MCPError",
+    "ModelPrice",
+    "PlanError",
+    "PlanReady",
+    "PriceTable",
+    "ProviderError",
+    "RateLimitWait",
+    "RecordError",
+    "ReducerDelta",
+    "ReducerStarted",
+    "ReplayMiss",
+    "RoleConfig",
+    "Run",
+    "RunCancelled",
+    "RunFinished",
+    "RunRecord",
+    "RunStarted",
+    "Sink",
+    "StoreError",
+    "SwarmConfig",
+    "SwarmError",
+    "Tool",
+    "ToolCallFinished",
+    "ToolCallRecord",
+    "ToolError",
+    "Usage",
+    "WorkerFinished",
+    "WorkerRecord",
+    "WorkerStarted",
+    "__version__",
+    "load_ipython_extension",
+    "load_run",
+    "run",
+    "run_sync",
+    "tool",
+]
+
+
+def test_the_public_names_are_pinned() -> None:
+    assert swarmkit.__all__ == PUBLIC
+
+
+def test_the_version_is_the_packages() -> None:
+    from importlib.metadata import version
+
+    assert swarmkit.__version__ == version("swarmkit")

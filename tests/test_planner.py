@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from swarmkit.engine.ladder import plan_rungs
+from swarmkit.engine.planner import is_placeholder, parse_plan
 from swarmkit.errors import PlanError
-from swarmkit.ladder import plan_rungs
-from swarmkit.planner import is_placeholder, parse_plan
 
 
 @pytest.mark.parametrize(

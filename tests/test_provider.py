@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from swarmkit.calls import ChatRequest, ToolCallRequest, Usage
-from swarmkit.config import SwarmConfig
+from swarmkit.calls import ChatRequest, ToolCallRequest
+from swarmkit.config.swarm import SwarmConfig
 from swarmkit.errors import ConfigError, ProviderError, ResponseFormatUnsupported
 from swarmkit.events import CallRetried, CallStarted, Event
 from swarmkit.provider import OpenAIProvider, ProviderResult
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 from swarmkit.testing.faults import FORMAT_REFUSALS
+from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-SECRET-4242-must-not-leak"

@@ -28,13 +28,13 @@ import pytest
 
 import swarmkit
 from swarmkit.calls import ChatRequest
-from swarmkit.config import SwarmConfig
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.engine.ladder import remembered_rung
+from swarmkit.engine.planner import is_placeholder
 from swarmkit.errors import ResponseFormatUnsupported
-from swarmkit.ladder import remembered_rung
-from swarmkit.local import gguf_path
-from swarmkit.planner import is_placeholder
 from swarmkit.provider import OpenAIProvider
-from swarmkit.run import Run
+from swarmkit.provider.embedded import gguf_path
+from swarmkit.result import Run
 from swarmkit.testing import run_problems, wait_until
 
 pytestmark = pytest.mark.local

@@ -1,4 +1,5 @@
-"""``swarmkit.scrub``: credential forms go, prose and code stay, and a streamed answer split
+"""``swarmkit.credentials.scrub``: credential forms go, prose and code stay, and a streamed
+answer split
 anywhere adds up to the whole answer scrubbed."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmkit.scrub import StreamScrubber, remember_secrets, scrub
+from swarmkit.credentials.scrub import StreamScrubber, remember_secrets, scrub
 
 KEY = "sk-scrub-test-5f0c2a9e71d4b3"
 remember_secrets([KEY])

@@ -21,11 +21,11 @@ import pytest
 import swarmkit
 from swarmkit.api import create_engine
 from swarmkit.calls import ChatRequest, ToolKey, ToolOutcome
-from swarmkit.config import SwarmConfig
+from swarmkit.config.swarm import SwarmConfig
 from swarmkit.errors import ReplayMiss, StoreError
 from swarmkit.events import RunFinished, RunStarted
 from swarmkit.provider import OpenAIProvider
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import CallStore, Cassette, History, Player, ResponseCache, rerun_config
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 

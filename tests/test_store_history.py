@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.calls import Usage
+from swarmkit.display import RunDiff, RunListing
 from swarmkit.errors import CassetteError, StoreError
 from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.run import Run
-from swarmkit.store import History, HistorySink, RunDiff, RunListing
+from swarmkit.result import Run
+from swarmkit.store import History, HistorySink
 from swarmkit.testing import FakeServer
+from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "Compare five vector databases for a small team"
@@ -82,9 +83,9 @@ def test_a_real_run_is_kept_with_its_cassette_and_survives_a_process_restart(
 ) -> None:
     run = swarm(server, tmp_path)
     script = (
-        "import json, sys\nfrom swarmkit.store import History\n"
+        "import json, sys, swarmkit\nfrom swarmkit.store import History\n"
+        "run = swarmkit.load_run(sys.argv[2], sys.argv[1])\n"
         "with History(sys.argv[1]) as h:\n"
-        "    run = h.load_run(sys.argv[2])\n"
         "    print(run.tables().text(), end='')\n"
         "    print(json.dumps([c.step for c in h.calls(sys.argv[2])]))\n"
         "    print(len(h.cassette(sys.argv[2]).calls))\n"

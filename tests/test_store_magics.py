@@ -18,9 +18,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
+from swarmkit.display import RunDiff, RunListing
 from swarmkit.magics import SwarmMagics
-from swarmkit.run import Run
-from swarmkit.store import RunDiff, RunListing
+from swarmkit.result import Run
 from swarmkit.testing import FakeRequest, FakeServer, swarm_shell
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit.calls import Usage
 from swarmkit.errors import StoreError
 from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import Database, History
 from swarmkit.store.cassette import Cassette, RecordedCall
 from swarmkit.store.database import SCHEMA_VERSION
 from swarmkit.store.history import _cassette_job, _run_job
 from swarmkit.store.migrations import MIGRATIONS, Migration
+from swarmkit.usage import Usage
 
 # swarmkit 1's database._SCHEMA, copied verbatim: the file below is made the way 1.x
 # made it, independently of the migration that now claims to make the same schema.

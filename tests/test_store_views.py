@@ -17,13 +17,13 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from swarmkit.calls import Usage
+from swarmkit.display.tables import render_table
 from swarmkit.magics.display import SmallTable
 from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import History
-from swarmkit.tables import render_table
 from swarmkit.testing import swarm_shell
+from swarmkit.usage import Usage
 
 LONG = ("a sentence that goes on well past any column width a table gives its cells, "
         "so that it has to be wrapped or clipped by the view ") * 3

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import swarmkit
-from swarmkit.run import Run
-from swarmkit.tables import RunTables
+from swarmkit.display.tables import RunTables
+from swarmkit.result import Run
 from swarmkit.testing.synthetic import synthetic_run
 
 
@@ -118,7 +118,7 @@ _CELL = st.one_of(
 def test_render_table_equals_tabulate(rows: list[list[object]], fmt: str) -> None:
     from tabulate import tabulate
 
-    from swarmkit.tables import render_table
+    from swarmkit.display.tables import render_table
 
     headers = ("worker", "a task", "x")
     expected = str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
@@ -144,7 +144,7 @@ def test_a_long_run_displays_the_first_last_and_unfinished_workers_and_keeps_the
 
 
 def test_displayed_rows_caps_the_notable_ones_too() -> None:
-    from swarmkit.tables import DISPLAY_ROWS, displayed_rows
+    from swarmkit.display.tables import DISPLAY_ROWS, displayed_rows
 
     assert displayed_rows(DISPLAY_ROWS, [3]) is None
     many = displayed_rows(1000, list(range(0, 1000, 2)))
@@ -189,7 +189,7 @@ def test_a_failed_worker_says_why_on_its_row_and_in_the_text() -> None:
 
 
 def test_a_setup_mistake_gets_a_setup_hint() -> None:
-    from swarmkit.failures import failure_of
+    from swarmkit.display.failures import failure_of
 
     run = synthetic_run(2, fail_every=2)
     worker = run.workers[1]
@@ -244,7 +244,7 @@ def test_hostile_outputs_stay_escaped_inside_the_drill_down() -> None:
 
 
 def test_a_row_opens_on_the_sub_task_messages_tool_calls_and_output() -> None:
-    from swarmkit.worker import worker_messages
+    from swarmkit.engine.worker import worker_messages
 
     run = synthetic_run(3, tool_every=3)
     page = run.tables().html()
@@ -258,7 +258,7 @@ def test_a_row_opens_on_the_sub_task_messages_tool_calls_and_output() -> None:
 
 
 def test_a_long_output_is_cut_with_a_marker_that_says_where_it_all_is() -> None:
-    from swarmkit.drilldown import MAX_OUTPUT_CHARS
+    from swarmkit.display.drilldown import MAX_OUTPUT_CHARS
 
     run = synthetic_run(60)
     run.workers = [replace(w, output="word " * 20_000) for w in run.workers]
@@ -269,7 +269,7 @@ def test_a_long_output_is_cut_with_a_marker_that_says_where_it_all_is() -> None:
 
 
 def test_text_columns_are_left_aligned_and_numbers_right_aligned() -> None:
-    from swarmkit.theme import STYLE
+    from swarmkit.display.theme import STYLE
 
     page = synthetic_run(3).tables().html()
     assert "table.sk-table td{text-align:left" in STYLE.replace(
@@ -290,7 +290,7 @@ def html_escape(text: str) -> str:
 def test_an_error_that_carries_its_own_advice_gets_no_second_hint() -> None:
     from dataclasses import replace
 
-    from swarmkit.failures import failure_of
+    from swarmkit.display.failures import failure_of
 
     worker = replace(synthetic_run(2, fail_every=2).workers[1],
                      error="HTTP 502 from host (gave up after 6 attempts); the server may be "
@@ -309,7 +309,7 @@ def test_a_run_with_no_failure_has_no_why_column() -> None:
 def test_a_worker_stopped_early_says_the_reducer_merged_the_rest() -> None:
     from dataclasses import replace
 
-    from swarmkit.failures import failure_of
+    from swarmkit.display.failures import failure_of
 
     worker = replace(synthetic_run(1).workers[0], status="cancelled", reason="stopped",
                      error=None)

@@ -15,7 +15,7 @@ import httpx2
 import openai
 import pytest
 
-from swarmkit.calls import ToolCallRequest, Usage
+from swarmkit.calls import ToolCallRequest
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -26,6 +26,7 @@ from swarmkit.testing import (
     role_of_step,
     wait_until,
 )
+from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 USER = [{"role": "user", "content": "Compare five vector databases for a small team"}]

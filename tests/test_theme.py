@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from swarmkit.config import SwarmConfig
-from swarmkit.live import SECTIONS, LiveState
-from swarmkit.liveview import render_section
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.display.livehtml import render_section
+from swarmkit.display.livestate import SECTIONS, LiveState
+from swarmkit.display.theme import COLOURS, DARK, LIGHT, STYLE, contrast_ratio
 from swarmkit.testing.synthetic import synthetic_events, synthetic_run
-from swarmkit.theme import COLOURS, DARK, LIGHT, STYLE, contrast_ratio
 
 # Where the colours are seen: JupyterLab's light and dark backgrounds (the notebook and
 # the panels), and the pages of viewers that define no --jp-* variable (white, and the

@@ -6,9 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
-from swarmkit.run import Run
+from swarmkit.display.timeline import COLOURS, MAX_LANES, timeline_svg
+from swarmkit.result import Run
 from swarmkit.testing.synthetic import synthetic_run
-from swarmkit.timeline import COLOURS, MAX_LANES, timeline_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,6 +1,6 @@
 """The bridge from a cell to the background event loop: one swarm, one handle.
 
-The engine runs on swarmkit's loop thread (``swarmkit.loop``); the cell's thread only
+The engine runs on swarmkit's loop thread (``swarmkit.engine.background``); the cell's thread only
 waits, in short slices, so a kernel interrupt lands. Cancelling always happens on the
 loop thread (``Engine.cancel`` must), and what finished before it is kept.
 """
@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-    from ..config import SwarmConfig
-    from ..engine import Engine
+    from ..config.swarm import SwarmConfig
+    from ..engine.swarm import Engine
     from ..events import Event, Sink
-    from ..run import Run
+    from ..result import Run
 
 __all__ = ["CANCEL_GRACE", "SinkRelay", "SwarmHandle", "summary_line"]
 
@@ -48,7 +48,7 @@ class SwarmHandle:
         self.engine: Engine | None = None
         self.dashboard: Any = None  # the live view, when the magic shows one
         self.future: concurrent.futures.Future[Run] | None = None
-        from ..loop import background_loop
+        from ..engine.background import background_loop
 
         self._bridge = background_loop()
         self._task: asyncio.Task[Any] | None = None
@@ -163,7 +163,7 @@ class SwarmHandle:
 
     def result(self) -> Run:
         """Block until the run ends; KeyboardInterrupt passes through to the caller."""
-        from ..loop import WAIT_SLICE
+        from ..engine.background import WAIT_SLICE
 
         assert self.future is not None, "start() the handle first"
         run = self._bridge.wait(self.future)
@@ -177,7 +177,7 @@ class SwarmHandle:
         Further interrupts during the grace period are swallowed: the user already asked
         to stop, and a second Ctrl-C must not leave the kernel with a traceback.
         """
-        from ..loop import WAIT_SLICE
+        from ..engine.background import WAIT_SLICE
 
         self.cancel(reason)
         deadline = time.monotonic() + grace

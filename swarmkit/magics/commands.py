@@ -20,7 +20,7 @@ from IPython.utils.process import arg_split
 from .display import SmallTable
 
 if TYPE_CHECKING:
-    from ..config import SwarmConfig
+    from ..config.swarm import SwarmConfig
     from .core import SwarmMagics
 
 __all__ = [
@@ -109,7 +109,7 @@ UNSET_VALUES = ("", "none", "default")
 
 
 def _show(value: Any) -> str:
-    from ..urls import redact_url
+    from ..credentials.urls import redact_url
 
     if isinstance(value, str) and "://" in value:
         return redact_url(value)  # a base URL's userinfo is a credential
@@ -119,7 +119,7 @@ def _show(value: Any) -> str:
 
 
 def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
-    from ..config import ROLES
+    from ..config.swarm import ROLES
 
     rows: list[tuple[str, str, str]] = []
 
@@ -160,7 +160,7 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
 
 def _set_session(magics: SwarmMagics, options: dict[str, Any], where: str) -> SmallTable:
     """Validate ``options`` as the session's defaults, keep them, and show the table."""
-    from ..config import SwarmConfig
+    from ..config.swarm import SwarmConfig
     from ..errors import ConfigError
     from .options import NOTEBOOK_DEFAULTS
 

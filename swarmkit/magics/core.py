@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from ..template import interpolate
 from .bridge import SinkRelay, SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
-from .interpolate import interpolate
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..config import SwarmConfig
+    from ..config.swarm import SwarmConfig
     from ..events import Sink
-    from ..run import Run
+    from ..result import Run
 
 __all__ = ["SwarmMagics", "check_keys", "load_ipython_extension", "usage_error"]
 
@@ -41,8 +41,8 @@ LAST_HANDLE = "_swarm_handle"
 def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
     """A swarmkit error as a one-line UsageError (no traceback in the notebook), scrubbed:
     a message may quote a base URL with its userinfo, or a server's words."""
+    from ..credentials.scrub import scrub
     from ..errors import ConfigError
-    from ..scrub import scrub
 
     kind = "" if isinstance(exc, ConfigError) else f"{type(exc).__name__}: "
     return UsageError(scrub(f"{where}: {kind}{exc}"))
@@ -50,7 +50,7 @@ def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
 
 def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:
     """Fail before any call when a hosted role has neither a key nor a base URL."""
-    from ..config import AUTO_MODEL, ROLES
+    from ..config.swarm import AUTO_MODEL, ROLES
 
     for role in ROLES:
         rc = config.role(role)
@@ -82,7 +82,7 @@ class SwarmMagics(Magics):
 
     def session_config(self, **options: Any) -> SwarmConfig:
         """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``options``."""
-        from ..config import SwarmConfig
+        from ..config.swarm import SwarmConfig
         from ..errors import ConfigError
 
         try:
@@ -214,12 +214,12 @@ class SwarmMagics(Magics):
         # Widgets need a frontend: a terminal IPython gets only the final tables.
         if getattr(self.shell, "kernel", None) is None:
             return False
-        return importlib.util.find_spec("swarmkit.dashboard") is not None
+        return importlib.util.find_spec("swarmkit.display.widget") is not None
 
     def _dashboard(
         self, task: str, config: SwarmConfig, handle: SwarmHandle, *, background: bool
     ) -> Any:
-        from ..dashboard import Dashboard  # type: ignore[import-not-found, unused-ignore]
+        from ..display.widget import Dashboard  # type: ignore[import-not-found, unused-ignore]
 
         # A blocked cell cannot receive clicks, so only a background run gets live buttons.
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
@@ -285,7 +285,7 @@ class SwarmMagics(Magics):
         return handle
 
     def _dry_run(self, task: str, config: SwarmConfig, args: SwarmArgs) -> None:
-        from ..loop import background_loop
+        from ..engine.background import background_loop
         from .dryrun import dry_run
 
         async def plan() -> Any:

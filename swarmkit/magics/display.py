@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from ..result import Run
 
 __all__ = ["SmallTable", "publish", "run_bundle"]
 

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from ..display.tables import format_cost, format_tokens
+from ..engine.reducer import reducer_request
+from ..engine.worker import worker_messages
 from ..records import sum_costs
-from ..reducer import reducer_request
-from ..tables import format_cost, format_tokens
-from ..worker import worker_messages
 from .display import SmallTable
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..engine.swarm import Engine
 
 __all__ = ["DryRun", "RoleEstimate", "dry_run", "estimate"]
 

@@ -2,7 +2,7 @@
 
 RUN is a variable holding a Run, or a run id (prefix) from ``%swarm history``; without
 it, the last run of this session. The recording comes from this session's memory or the
-history database (see ``swarmkit.export``). An existing notebook or cassette is kept
+history database (see ``swarmkit.export.exporter``). An existing notebook or cassette is kept
 unless ``--force`` is given.
 """
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
-    from ..export import ExportResult
-    from ..run import Run
+    from ..export.exporter import ExportResult
+    from ..result import Run
     from .core import SwarmMagics
 
 __all__ = ["export_command"]
@@ -24,7 +24,7 @@ USAGE = "%swarm export [RUN] PATH.ipynb [--force]"
 
 def _pick(magics: SwarmMagics, which: str | None) -> Run:
     from ..errors import StoreError
-    from ..run import Run
+    from ..result import Run
     from ..store import History
     from .core import usage_error
 
@@ -49,8 +49,8 @@ def _pick(magics: SwarmMagics, which: str | None) -> Run:
 
 def export_command(magics: SwarmMagics, argv: list[str]) -> ExportResult:
     from ..errors import SwarmError
-    from ..export import export_paths, export_run
-    from ..notebook import existing
+    from ..export.exporter import export_paths, export_run
+    from ..export.writer import existing
     from .core import usage_error
 
     force = "--force" in argv

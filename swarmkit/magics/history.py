@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from ..result import Run
+
 if TYPE_CHECKING:
-    from ..run import Run
-    from ..store import History, RunDiff, RunListing
+    from ..display import RunDiff, RunListing
+    from ..store import History
     from .core import SwarmMagics
 
 __all__ = ["diff_command", "history_command", "rerun_command", "show_command"]
@@ -38,13 +40,13 @@ def _load(history: History, run_id: str, where: str) -> Run:
     from .core import usage_error
 
     try:
-        return history.load_run(run_id)
+        return Run.of(history.load_run(run_id))
     except StoreError as exc:
         raise usage_error(exc, where) from None
 
 
 def history_command(magics: SwarmMagics, argv: list[str]) -> RunListing:
-    from ..store import RunListing
+    from ..display import RunListing
 
     if len(argv) > 1 or (argv and not argv[0].isdigit()):
         raise UsageError("%swarm history: expected how many runs to list, e.g. %swarm history 20")
@@ -70,7 +72,7 @@ def show_command(magics: SwarmMagics, argv: list[str]) -> None:
 
 
 def diff_command(magics: SwarmMagics, argv: list[str]) -> RunDiff:
-    from ..store import RunDiff
+    from ..display import RunDiff
 
     if len(argv) != 2:
         raise UsageError("%swarm diff: expected two run ids, e.g. %swarm diff 3f2a 9c1b")

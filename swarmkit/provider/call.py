@@ -8,7 +8,7 @@ exponential backoff that yields to ``Retry-After``. Whatever fails for good beco
 one-line :class:`~swarmkit.errors.ProviderError`; a server that refuses
 ``response_format`` raises :class:`~swarmkit.errors.ResponseFormatUnsupported` at once.
 Key values never appear in any message: only the names of their variables do. Replies
-are scrubbed here too (``swarmkit.scrub``), see :meth:`OpenAIProvider._attempt`.
+are scrubbed here too (``swarmkit.credentials.scrub``), see :meth:`OpenAIProvider._attempt`.
 """
 
 from __future__ import annotations
@@ -23,24 +23,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..calls import ChatRequest, ChatResponse
-from ..config import RoleConfig, SwarmConfig
-from ..decode import (
+from ..calls import ChatRequest, ChatResponse, worst_case_tokens
+from ..config.swarm import RoleConfig, SwarmConfig
+from ..credentials.scrub import StreamScrubber, one_line, scrub, scrub_reply
+from ..errors import ProviderError, ResponseFormatUnsupported
+from ..events import CallRetried, CallStarted, Event, RateLimitWait
+from .clients import Endpoint, EndpointClients
+from .decode import (
     ServerSentEvents,
     StreamAccumulator,
     error_message,
     first_line,
-    one_line,
     parse_completion,
     response_text,
     retry_after_seconds,
 )
-from ..errors import ProviderError, ResponseFormatUnsupported
-from ..events import CallRetried, CallStarted, Event, RateLimitWait
-from ..limits import RateLimits, worst_case_tokens
-from ..scrub import StreamScrubber, scrub, scrub_reply
-from .clients import Endpoint, EndpointClients
 from .hints import HINT_DOWN, RETRYABLE_STATUS, http_hint
+from .ratelimits import RateLimits
 
 __all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
 

@@ -1,7 +1,7 @@
 """Where calls go: one endpoint per base URL and key variable, with its SDK clients.
 
 Keys are read from the environment by variable name at call time; the values are kept
-only in memory (``secrets``, and ``swarmkit.scrub``'s process-wide set, so that text
+only in memory (``secrets``, and ``swarmkit.credentials.scrub``'s process-wide set, so that text
 from servers can be scrubbed) and never recorded.
 """
 
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
-from ..endpoints import remember_endpoint
+from ..config.swarm import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
+from ..config.validation import check_base_url
+from ..credentials.endpoints import remember_endpoint
+from ..credentials.scrub import MIN_SECRET_CHARS, remember_secrets
+from ..credentials.secrets import secret_values
+from ..credentials.urls import split_credentials
 from ..errors import ConfigError
-from ..scrub import MIN_SECRET_CHARS, remember_secrets
-from ..store.secrets import secret_values
-from ..urls import split_credentials
-from ..validation import check_base_url
 
 __all__ = ["OPENAI_BASE_URL", "PLACEHOLDER_KEY", "Endpoint", "EndpointClients"]
 
@@ -66,7 +66,8 @@ class EndpointClients:
     def key_envs(self, role: RoleConfig) -> tuple[str, ...]:
         """The variables whose keys this role may use: every one of its names that is set.
 
-        With several, each attempt goes to the least-loaded key (see ``swarmkit.limits``).
+        With several, each attempt goes to the least-loaded key
+        (see ``swarmkit.provider.ratelimits``).
         Names that are not set (often a typo) are logged once as a warning: the run goes
         on with fewer keys than asked for.
         """

@@ -19,8 +19,6 @@ from .recent import recent_recording, remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player, first_difference
 from .rerun import rerun_config
-from .secrets import find_secret, secret_values
-from .views import RunDiff, RunListing
 
 __all__ = [
     "CASSETTE_FORMAT",
@@ -34,15 +32,11 @@ __all__ = [
     "RecordedCall",
     "RecordedTool",
     "ResponseCache",
-    "RunDiff",
-    "RunListing",
     "RunSummary",
     "default_history_path",
-    "find_secret",
     "first_difference",
     "recent_recording",
     "remember_recording",
     "rerun_config",
     "reset_database",
-    "secret_values",
 ]

@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..calls import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
-from ..config import SwarmConfig
+from ..config.swarm import SwarmConfig
+from ..credentials.secrets import find_secret, secret_values
 from ..errors import (
     CassetteError,
     ProviderError,
@@ -33,10 +34,9 @@ from .history import History, HistorySink
 from .recent import remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player
-from .secrets import find_secret, secret_values
 
 if TYPE_CHECKING:
-    from ..config import RoleConfig
+    from ..config.swarm import RoleConfig
     from ..provider import Provider
 
 __all__ = ["CallStore"]

@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from typing_extensions import TypedDict
 
 from ..calls import CallSource, ChatResponse
-from ..config import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
+from ..config.swarm import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
+from ..credentials.secrets import find_secret
 from ..errors import CassetteError
 from ..schema import (
     Cost,
@@ -37,7 +38,6 @@ from ..schema import (
     parse_json,
     shaped_like,
 )
-from .secrets import find_secret
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
 

@@ -21,15 +21,16 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from ..calls import canonical_json
-from ..config import SwarmConfig
+from ..config.swarm import SwarmConfig
+from ..credentials.secrets import find_secret
+from ..engine.recorder import RunRecorder
 from ..errors import CassetteError, RecordError, StoreError
 from ..events import Event, RunFinished
 from ..records import CallRecord, ToolCallRecord
-from ..run import Run, RunRecorder
+from ..runrecord import RunRecord
 from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
 from .cassette import Cassette
 from .database import Database, reset_database
-from .secrets import find_secret
 from .writer import Job
 
 __all__ = ["History", "HistorySink", "RunSummary", "default_history_path"]
@@ -67,7 +68,7 @@ def _warn(exc: StoreError) -> None:
     log.warning("swarmkit: history not saved: %s", exc)
 
 
-def _run_job(run: Run, secrets: Mapping[str, str]) -> Job:
+def _run_job(run: RunRecord, secrets: Mapping[str, str]) -> Job:
     def write(conn: sqlite3.Connection) -> None:
         run_json = run.to_json(indent=None)
         leaked = find_secret(run_json, secrets)
@@ -144,12 +145,12 @@ class History:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def save(self, run: Run, secrets: Mapping[str, str] | None = None) -> None:
+    def save(self, run: RunRecord, secrets: Mapping[str, str] | None = None) -> None:
         """Store (or replace) a run with its calls and tool calls, in one transaction."""
         with self.db.transaction() as conn:
             _run_job(run, secrets or {})(conn)
 
-    def save_later(self, run: Run, secrets: Mapping[str, str] | None = None,
+    def save_later(self, run: RunRecord, secrets: Mapping[str, str] | None = None,
                    on_error: ErrorHandler = _warn) -> None:
         """:meth:`save` on the background writer: returns at once."""
         self.db.write_later(_run_job(run, dict(secrets or {})), on_error, deferrable=True)
@@ -199,7 +200,7 @@ class History:
             summaries.append(self._checked(_SUMMARY, values, str(values.get("run_id"))))
         return summaries
 
-    def load_run(self, run_id: str) -> Run:
+    def load_run(self, run_id: str) -> RunRecord:
         full = self.resolve(run_id)
         rows = self.db.query("SELECT run_json FROM runs WHERE run_id = ?", (full,))
         text = rows[0]["run_json"]
@@ -207,7 +208,7 @@ class History:
         if not isinstance(text, str | bytes):
             raise RecordError(f"{source} is garbled: run_json is not text; "
                               f"{self._remedy()}")
-        run = Run.from_json(text, source)
+        run = RunRecord.from_json(text, source)
         run.history_file = self.path
         return run
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._version import __version__
 from ..calls import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from ..events import CallFinished, CallRetried, Event, RunFinished, RunStarted
 from .cassette import Cassette, RecordedCall, RecordedTool
@@ -30,10 +31,6 @@ class _Served:
     error_type: str | None
 
 
-def _version() -> str:
-    from .. import __version__  # imported late: swarmkit/__init__ imports the api
-
-    return __version__
 
 
 class CassetteRecorder:
@@ -92,7 +89,7 @@ class CassetteRecorder:
             self._run.update(status=event.status, duration=event.duration)
             self.cassette = Cassette(
                 run=dict(self._run), calls=tuple(self._calls), tools=tuple(self._tools),
-                swarmkit_version=_version(),
+                swarmkit_version=__version__,
             )
             if self._on_finished is not None:
                 self._on_finished(self.cassette)

@@ -6,7 +6,7 @@ cache by itself, because one of its inputs changed.
 
 The past run comes from a history file, which may come from anywhere: its endpoints and
 key variables are used only if this process has used them or the session names them
-(``swarmkit.endpoints``); otherwise the rerun is refused until the user names the
+(``swarmkit.credentials.endpoints``); otherwise the rerun is refused until the user names the
 endpoint (``base_url``, which then wins) or the key variable.
 """
 
@@ -16,17 +16,17 @@ import os
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from ..config import ROLES, RoleConfig, SwarmConfig
-from ..endpoints import used_endpoint, used_key_envs
+from ..config.swarm import ROLES, RoleConfig, SwarmConfig
+from ..credentials.endpoints import used_endpoint, used_key_envs
+from ..credentials.urls import origin, redact_url
 from ..errors import StoreError
-from ..run import Run
-from ..urls import origin, redact_url
+from ..runrecord import RunRecord
 
 __all__ = ["rerun_config", "rerun_endpoints"]
 
 
 def rerun_config(
-    run: Run,
+    run: RunRecord,
     worker: int,
     *,
     base_url: str | None = None,
@@ -104,7 +104,7 @@ def _default_url() -> str:
 
 
 def _checked(
-    run: Run, role: RoleConfig, trusted: SwarmConfig, *, named_url: bool,
+    run: RunRecord, role: RoleConfig, trusted: SwarmConfig, *, named_url: bool,
     named_key: bool,
 ) -> RoleConfig:
     session_urls, session_keys = _session_names(trusted)

@@ -1,4 +1,4 @@
-"""What must hold for every Run, however it ended: a check for tests and for bug reports.
+"""What must hold for every RunRecord, however it ended: a check for tests and for bug reports.
 
     from swarmkit.testing import run_problems
     assert run_problems(run) == []
@@ -14,11 +14,11 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..calls import Usage
 from ..records import sum_costs
+from ..usage import Usage
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from ..runrecord import RunRecord
 
 __all__ = ["run_problems"]
 
@@ -38,7 +38,7 @@ def _sum_usage(usages: list[Usage]) -> Usage:
     return total
 
 
-def run_problems(run: Run) -> list[str]:
+def run_problems(run: RunRecord) -> list[str]:
     """Everything inconsistent about ``run``; an empty list means none."""
     problems: list[str] = []
     indexes = [w.index for w in run.workers]

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..notebook import CLOSED_BASE_URL
+from ..export.writer import CLOSED_BASE_URL
 
 __all__ = ["CLOSED_BASE_URL", "offline_env", "package_root", "run_nbval"]
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..calls import ToolCallRequest, Usage
+from ..calls import ToolCallRequest
+from ..usage import Usage
 
 __all__ = [
     "FakeReply",
@@ -50,7 +51,7 @@ class RecordedRequest:
 
     step: str  # X-Swarm-Step, "" when absent
     attempt: int | None  # X-Swarm-Attempt, None when absent or not a number
-    run_id: str | None  # X-Swarm-Run
+    run_id: str | None  # X-Swarm-RunRecord
     authorization: str | None  # the Authorization header, verbatim
     body: dict[str, Any]
     arrived_at: float  # time.monotonic() when the request arrived

@@ -16,10 +16,11 @@ from decimal import Decimal
 from typing import Any
 
 from .. import events as ev
-from ..calls import Usage
-from ..config import SwarmConfig
+from ..config.swarm import SwarmConfig
+from ..engine.recorder import RunRecorder
 from ..records import CallRecord, ToolCallRecord, WorkerRecord, sum_costs
-from ..run import Run, RunRecorder
+from ..result import Run
+from ..usage import Usage
 
 __all__ = ["synthetic_events", "synthetic_run"]
 
@@ -194,8 +195,8 @@ def _pieces(text: str, size: int = 12) -> Iterator[str]:
 
 def synthetic_run(workers: int = 8, **options: Any) -> Run:
     """The Run that :func:`synthetic_events` folds into, through the real RunRecorder."""
-    recorder = RunRecorder()
+    recorder = RunRecorder(Run)
     for event in synthetic_events(workers, **options):
         recorder.on_event(event)
     assert recorder.run is not None
-    return recorder.run
+    return Run.of(recorder.run)

@@ -12,9 +12,9 @@ from .definition import (
     render_result,
     tool,
 )
-from .loop import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
 from .mcp import MCPServer, MCPServerState, parse_mcp_command
 from .registry import MCPRegistry, mcp_registry
+from .turns import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
 
 __all__ = [
     "FINAL_ANSWER_PROMPT",

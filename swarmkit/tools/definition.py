@@ -23,9 +23,9 @@ from typing import Any, overload
 import pydantic
 import pydantic_core
 
+from ..config.validation import check_number
+from ..credentials.scrub import scrub
 from ..errors import ConfigError, ToolError
-from ..scrub import scrub
-from ..validation import check_number
 
 __all__ = [
     "TOOL_NAME_PATTERN",
@@ -264,7 +264,8 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
 def render_result(value: Any, limit: int) -> str:
     """A tool's return value as text for the model: str as is, anything else as JSON,
-    scrubbed of credentials (``swarmkit.scrub``; before the cut, so that no fragment of a
+    scrubbed of credentials (``swarmkit.credentials.scrub``; before the cut, so that no
+    fragment of a
     key survives it), then cut to ``limit`` characters with a visible marker."""
     text = value if isinstance(value, str) else pydantic_core.to_json(value, fallback=repr).decode()
     text = scrub(text)

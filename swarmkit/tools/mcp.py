@@ -25,8 +25,8 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO, Any, Literal, TypeVar
 
+from ..engine.background import BackgroundLoop, background_loop
 from ..errors import ConfigError, MCPError, ToolError
-from ..loop import BackgroundLoop, background_loop
 from .definition import Tool, ToolArgumentsError
 
 __all__ = ["MCPServer", "MCPServerState", "parse_mcp_command"]

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ..engine.background import BackgroundLoop, background_loop
 from ..errors import MCPError
-from ..loop import BackgroundLoop, background_loop
 from .definition import Tool
 from .mcp import MCPServer
 

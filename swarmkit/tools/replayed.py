@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from .definition import Tool
-from .loop import ToolLoop
+from .turns import ToolLoop
 
 if TYPE_CHECKING:
     from ..store.cassette import Cassette

@@ -20,10 +20,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from swarmkit.api import create_engine
-from swarmkit.calls import Usage
-from swarmkit.engine import Engine
+from swarmkit.engine.swarm import Engine
 from swarmkit.pricing import PriceTable
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -33,6 +32,7 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
+from swarmkit.usage import Usage
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 MODEL = "gpt-4.1-mini"

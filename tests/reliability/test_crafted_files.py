@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
+from swarmkit.display.history import RunDiff, RunListing
 from swarmkit.errors import CassetteError, ExportError, RecordError, StoreError, SwarmError
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import History
 from swarmkit.store.cassette import Cassette
 from swarmkit.store.replay import Player
-from swarmkit.store.views import RunDiff, RunListing
 from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.config import SwarmConfig
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.display.livestate import LiveState
 from swarmkit.events import CallRetried, Event, ReducerDelta
-from swarmkit.live import LiveState
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]

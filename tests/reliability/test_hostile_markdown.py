@@ -12,7 +12,7 @@ import html
 import pytest
 
 import swarmkit
-from swarmkit.mdhtml import (
+from swarmkit.display.markdown import (
     MAX_MARKDOWN_CHARS,
     MAX_MARKDOWN_LINES,
     MAX_QUOTE_DEPTH,

@@ -26,7 +26,7 @@ from IPython.utils.capture import capture_output
 import swarmkit
 from swarmkit.errors import ExportError
 from swarmkit.magics import SwarmMagics
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, role_of_step
 from swarmkit.testing.notebooks import run_nbval
@@ -288,7 +288,7 @@ def test_a_failed_export_leaves_no_file_behind(small_run: Run, tmp_path: Path) -
 def test_a_cassette_name_a_magic_line_would_expand_is_refused(
     small_run: Run, tmp_path: Path
 ) -> None:
-    from swarmkit.export import ReplayNotebook
+    from swarmkit.export.exporter import ReplayNotebook
 
     book = ReplayNotebook()
     book.swarm(small_run, name="{2*2}.swarm.json")
@@ -336,9 +336,9 @@ def test_any_prompt_text_reaches_the_replayed_config_unchanged(
     shell: InteractiveShell, magics: SwarmMagics, system: str, reducer: str, task: str
 ) -> None:
     from swarmkit.errors import ConfigError
-    from swarmkit.magics.interpolate import interpolate
+    from swarmkit.export.replaycell import swarm_cells
     from swarmkit.magics.options import parse_line
-    from swarmkit.replaycell import swarm_cells
+    from swarmkit.template import interpolate
 
     task = task.strip()
     try:

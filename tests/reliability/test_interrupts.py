@@ -16,9 +16,9 @@ from collections.abc import Callable
 import pytest
 
 from swarmkit.api import create_engine
-from swarmkit.engine import Engine
+from swarmkit.engine.swarm import Engine
 from swarmkit.events import CallRetried, Event
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -201,7 +201,7 @@ def test_cancel_during_a_retry_backoff_stops_the_wait() -> None:
         if not runs:
             runs.append(request.run_id)
         if request.step == "worker-1" and request.run_id == runs[0]:  # the first run only
-            # The endpoint stays paused this long for later runs too (swarmkit.limits).
+            # The endpoint stays paused this long for later runs too (swarmkit.provider.ratelimits).
             return Fault.rate_limit(retry_after=BACKOFF)
         return default_reply(request, plan_tasks=WORKERS)
 

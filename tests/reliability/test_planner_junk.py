@@ -16,7 +16,7 @@ import pytest
 
 import swarmkit
 from swarmkit.events import Event, PlanReady
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, run_problems
 
 Options = Callable[..., dict[str, Any]]

@@ -23,7 +23,7 @@ from IPython.utils.capture import capture_output
 
 from swarmkit.errors import StoreError
 from swarmkit.magics import SwarmMagics
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store import History, rerun_config
 from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeRequest, FakeServer

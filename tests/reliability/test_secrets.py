@@ -27,7 +27,7 @@ from IPython.utils.capture import capture_output
 import swarmkit
 from swarmkit.errors import ConfigError
 from swarmkit.events import Event
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.store.writer import wait_for_writes
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
 from swarmkit.tools import tool

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import swarmkit
-from swarmkit.calls import Usage
 from swarmkit.pricing import PriceTable
 from swarmkit.testing import (
     FakeReply,
@@ -26,6 +25,7 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
+from swarmkit.usage import Usage
 
 Options = Callable[..., dict[str, Any]]
 WORKERS = 200

@@ -22,9 +22,9 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
 from swarmkit.api import create_engine
-from swarmkit.engine import Engine
+from swarmkit.engine.swarm import Engine
 from swarmkit.errors import ConfigError, MCPError
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 from swarmkit.tools import MCPServer, tool
 

@@ -13,11 +13,11 @@ import pytest
 
 from swarmkit.api import LiveCaller
 from swarmkit.calls import CallOutcome, ChatRequest
-from swarmkit.config import SwarmConfig
-from swarmkit.engine import Engine, WorkerContext
+from swarmkit.config.swarm import SwarmConfig
+from swarmkit.engine.swarm import Engine, WorkerContext
 from swarmkit.events import Event, RunFinished
 from swarmkit.provider import OpenAIProvider
-from swarmkit.run import Run
+from swarmkit.result import Run
 from swarmkit.testing import FakeServer, run_problems
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"

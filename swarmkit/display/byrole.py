@@ -1,0 +1,57 @@
+"""Spend by role: planner, workers, reducer and their total, from a Run's calls.
+
+The totals line counts every call, the worker table only the workers' calls; this
+summary is what makes the two add up on screen. Its last row is the run's own total,
+summed from the same calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from ..records import sum_costs
+from ..usage import Usage
+
+if TYPE_CHECKING:
+    from ..records import CallRecord
+
+__all__ = ["ROLE_HEADERS", "RoleSpend", "role_spend"]
+
+ROLE_HEADERS = ("role", "calls", "attempts", "retries", "tokens in", "tokens out", "cost")
+_LABELS = {"planner": "planner", "worker": "workers", "reducer": "reducer"}
+
+
+@dataclass(frozen=True, slots=True)
+class RoleSpend:
+    """What the calls of one role (or of all: ``total``) added up to."""
+
+    role: str
+    calls: int = 0
+    attempts: int = 0
+    usage: Usage = field(default_factory=lambda: Usage(requests=0))
+    cost_usd: Decimal | None = Decimal(0)
+
+    @property
+    def retries(self) -> int:
+        return self.attempts - self.calls
+
+
+def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
+    """One row per role that made calls (planner, workers, reducer, others), then total."""
+    groups: dict[str, list[CallRecord]] = {}
+    for call in calls:
+        groups.setdefault(_LABELS.get(call.role, call.role), []).append(call)
+    order = [*(label for label in _LABELS.values() if label in groups),
+             *sorted(label for label in groups if label not in _LABELS.values())]
+    rows = [_spend(label, groups[label]) for label in order]
+    return [*rows, _spend("total", calls)]
+
+
+def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
+    usage = Usage(requests=0)
+    for call in calls:
+        usage = usage.add(call.usage)
+    return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage,
+                     sum_costs([c.cost_usd for c in calls]))

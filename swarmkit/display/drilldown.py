@@ -1,0 +1,170 @@
+"""What a row expands to: a worker's sub-task, messages, output, tool calls and error.
+
+HTML ``<details>`` blocks that open without JavaScript, for the static tables and the
+live view alike, and the planner's raw reply and the reducer's input the same way. Every
+piece of text is escaped (outputs go through ``markdown_html``, which escapes first) and
+cut to a bound with a marker that says where the whole text is, so 60 expanded rows stay
+a few hundred KB at most.
+
+The messages a worker sent are not stored: they are a pure function of the run's config,
+its task and the plan (``worker_messages``, ``reducer_messages``), rebuilt here; what the
+tool loop added to them is the worker's tool calls, shown below them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .markdown import markdown_html
+
+if TYPE_CHECKING:
+    from ..records import ToolCallRecord, WorkerRecord
+    from ..runrecord import RunRecord
+    from .failures import Failure
+
+__all__ = [
+    "MAX_MESSAGE_CHARS", "MAX_OUTPUT_CHARS", "MAX_TOOL_CALLS", "cut", "details",
+    "planner_details", "reducer_details", "reducer_input", "run_worker_messages", "worker_body",
+    "worker_details",
+]
+
+MAX_OUTPUT_CHARS = 4_000
+MAX_MESSAGE_CHARS = 1_500
+MAX_TOOL_CHARS = 400
+MAX_TOOL_CALLS = 10
+MAX_REDUCER_INPUT_CHARS = 8_000
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def cut(text: str, limit: int, where: str) -> str:
+    """``text`` cut to ``limit`` characters, with a marker naming ``where`` the rest is."""
+    if len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n… [cut: {len(text) - limit:,} more characters; "
+            f"{where} has the whole text]")
+
+
+def _pre(text: str, limit: int, where: str) -> str:
+    return f"<pre>{_esc(cut(text, limit, where))}</pre>"
+
+
+def _messages(messages: Sequence[Mapping[str, Any]], where: str, limit: int) -> str:
+    out = []
+    for message in messages:
+        role = str(message.get("role", "?"))
+        out.append(f"<div><i>{_esc(role)}</i>"
+                   f"{_pre(str(message.get('content') or ''), limit, where)}</div>")
+    return "".join(out)
+
+
+def _tool_calls(calls: Sequence[ToolCallRecord], total: int, where: str) -> str:
+    lines = []
+    for t in calls[:MAX_TOOL_CALLS]:
+        result = f"error: {t.error}" if t.error else (t.result or "")
+        lines.append(f"hop {t.hop} · {t.tool}({cut(t.arguments, MAX_TOOL_CHARS, where)})"
+                     f"\n  → {cut(result, MAX_TOOL_CHARS, where)}")
+    if total > len(lines):
+        lines.append(f"… {total - len(lines)} more; {where} has them all")
+    return f"<pre>{_esc(chr(10).join(lines))}</pre>"
+
+
+def worker_body(
+    *,
+    index: int,
+    task: str,
+    messages: Sequence[Mapping[str, Any]],
+    output: str | None,
+    tool_calls: Sequence[ToolCallRecord],
+    tool_total: int,
+    failure: Failure | None,
+    where: str,
+    output_limit: int = MAX_OUTPUT_CHARS,
+    message_limit: int = MAX_MESSAGE_CHARS,
+) -> str:
+    """The inside of worker ``index``'s drill-down; ``where`` names how to reach it whole.
+
+    The live view passes smaller limits: it re-sends the section on every push.
+    """
+    parts = [f"<div class=\"sk-drill\"><b>sub-task {index}</b>"
+             f"<pre>{_esc(cut(task, MAX_OUTPUT_CHARS, where))}</pre>"]
+    if failure is not None and (failure.error or failure.hint):
+        parts.append(f'<b>error</b><pre class="sk-error">{_esc(failure.line)}</pre>')
+    if messages:
+        parts.append(f"<b>messages sent</b>{_messages(messages, where, message_limit)}")
+    if tool_total:
+        listed = _tool_calls(tool_calls, tool_total, where)
+        parts.append(f"<b>tool calls ({tool_total})</b>{listed}")
+    if output is not None:
+        text = cut(output, output_limit, f"{where}.output")
+        parts.append(f'<b>output</b><div class="sk-md">{markdown_html(text)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def details(summary: str, body: str, title: str = "", css: str = "") -> str:
+    """``<details>`` whose one-line ``summary`` (escaped here) shows ``title`` on hover."""
+    tip = f' title="{_esc(title)}"' if title else ""
+    cls = f' class="{css}"' if css else ""
+    return f"<details{cls}><summary{tip}>{_esc(summary)}</summary>{body}</details>"
+
+
+def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, Any]]:
+    """The messages ``worker`` started from, rebuilt from the run's config and plan."""
+    from ..engine.worker import worker_messages
+
+    prompt = run.config.get("system_prompt")
+    if prompt is None or worker.started is None:
+        return []  # an old run without its prompt, or a worker that never sent anything
+    total = len(run.plan) or len(run.workers)
+    return worker_messages(str(prompt), run.task, worker.index, worker.task, total)
+
+
+def worker_details(
+    run: RunRecord, worker: WorkerRecord, tool_calls: Sequence[ToolCallRecord],
+    failure: Failure | None, summary: str,
+) -> str:
+    """A static worker row's expandable task cell."""
+    where = f"run.worker({worker.index})"
+    body = worker_body(
+        index=worker.index, task=worker.task, messages=run_worker_messages(run, worker),
+        output=worker.output, tool_calls=tool_calls, tool_total=len(tool_calls),
+        failure=failure, where=where,
+    )
+    return details(summary, body, title=worker.task)
+
+
+def planner_details(run: RunRecord) -> str:
+    """The planner's raw reply, expandable; empty when the run never planned."""
+    if not run.plan_raw:
+        return ""
+    body = f'<div class="sk-drill">{_pre(run.plan_raw, MAX_OUTPUT_CHARS, "run.plan_raw")}</div>'
+    return details(f"planner's raw reply ({len(run.plan_raw):,} characters)", body,
+                   css="sk-planner")
+
+
+def reducer_input(
+    prompt: str, task: str, inputs: list[tuple[int, str, str]], limit: int, where: str,
+) -> str:
+    """The messages the reducer was sent (``inputs``: index, sub-task, output), expandable."""
+    from ..engine.reducer import reducer_messages
+
+    body = "".join(f"<div><i>{_esc(m['role'])}</i>{_pre(m['content'], limit, where)}</div>"
+                   for m in reducer_messages(prompt, task, inputs))
+    return details(f"reducer's input ({len(inputs)} workers)",
+                   f'<div class="sk-drill">{body}</div>', css="sk-reducer")
+
+
+def reducer_details(run: RunRecord) -> str:
+    """The reducer's input of a finished run, expandable; empty if it got none."""
+    if not run.reduced or "reducer_prompt" not in run.config:
+        return ""
+    by_index = {w.index: w for w in run.workers}
+    inputs = [(i, by_index[i].task, by_index[i].output or "") for i in run.reduced
+              if i in by_index]
+    return reducer_input(str(run.config["reducer_prompt"]), run.task, inputs,
+                         MAX_REDUCER_INPUT_CHARS, "run.reduced and run.workers")

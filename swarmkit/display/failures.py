@@ -1,0 +1,84 @@
+"""Why a worker did not complete: a one-line reason and a hint, for every view.
+
+The reason is the worker's own error (``WorkerRecord.error``, one line already), and the
+hint says what to do about it, chosen from the failure's kind (``reason``) and the HTTP
+status of its last failed call: a 400-class answer is a set-up mistake, a 429 a rate
+limit, a 5xx the server's trouble.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..records import worker_of_step
+
+if TYPE_CHECKING:
+    from ..records import CallRecord, WorkerRecord
+
+__all__ = ["Failure", "failure_of", "failure_statuses", "hint_for"]
+
+_HINTS = {
+    "budget": "raise the budget or lower max_tokens",
+    "tools": "see the tool calls of this worker",
+    "timeout": "raise the run timeout",
+    "replay": "the cassette no longer matches this cell: record it again",
+    "error": "a bug in swarmkit: the traceback is in the 'swarmkit' log",
+    "interrupt": "the kernel was interrupted",
+    "stopped": "stopped early; the finished workers were merged",
+}
+
+
+def hint_for(reason: str | None, status: int | None) -> str:
+    """What to do about a failure of kind ``reason`` whose last HTTP status was ``status``."""
+    if reason == "provider" or (reason is None and status is not None):
+        if status in (401, 403):
+            return "set-up mistake: check the API key (its variable name and its value)"
+        if status == 404:
+            return "set-up mistake: check the model name and the base URL"
+        if status == 429:
+            return "rate limited: lower the concurrency or wait"
+        if status is not None and 400 <= status < 500:
+            return "set-up mistake: the server refused the request; check model and options"
+        if status is not None and status >= 500:
+            return "the server failed: try again later or lower the concurrency"
+        return "the provider could not be reached: check the base URL and the network"
+    return _HINTS.get(reason or "", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why one worker did not complete."""
+
+    index: int
+    label: str  # "failed (provider)"
+    error: str  # one line; "" when the worker left none (a cancelled one)
+    hint: str
+
+    @property
+    def line(self) -> str:
+        """``error — hint`` (either may be missing)."""
+        return " — ".join(part for part in (self.error, self.hint) if part)
+
+
+def failure_statuses(calls: Iterable[CallRecord]) -> dict[int, int]:
+    """Each worker's HTTP status of its last failed call (workers with one only)."""
+    statuses: dict[int, int] = {}
+    for call in calls:
+        index = worker_of_step(call.step)
+        if index is not None and call.error is not None and call.status is not None:
+            statuses[index] = call.status
+    return statuses
+
+
+def failure_of(worker: WorkerRecord, status: int | None = None) -> Failure | None:
+    """The failure of ``worker``, or None when it completed (or has not finished)."""
+    if worker.status in ("completed", "pending", "running"):
+        return None
+    error = " ".join((worker.error or "").split())
+    # Provider and budget errors end with their own advice ("...; try again later"), chosen
+    # from the same status: a second hint would only repeat it in other words.
+    advised = worker.reason in ("provider", "budget") and "; " in error
+    hint = "" if advised else hint_for(worker.reason, status)
+    return Failure(worker.index, worker.status_label, error, hint)

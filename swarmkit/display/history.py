@@ -1,0 +1,170 @@
+"""Views over the history: the recent-runs table and a side-by-side diff of two runs.
+
+Both render as text (terminals, nbval's text/plain) and HTML, from plain data only.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+try:  # wraps by display width (wide characters take two columns)
+    from wcwidth import wrap
+except ImportError:  # pragma: no cover - an old wcwidth, or none: wrap by characters
+    from textwrap import wrap
+
+from ..runrecord import RunRecord
+from ..store.history import RunSummary
+from .tables import format_cost, format_tokens
+
+__all__ = ["RunDiff", "RunListing"]
+
+_TASK_WIDTH = 48
+_ANSWER_WIDTH = 50
+
+
+def _wrapped(value: Any, width: int) -> str:
+    """A cell's text wrapped to ``width`` display columns, blank lines dropped.
+
+    Done here, not with tabulate's ``maxcolwidths``: that path parses cells as numbers
+    even with ``disable_numparse`` (tabulate 0.10 crashes on "1,127" and prints "False"
+    as "True").
+    """
+    text = "" if value is None else str(value)
+    return "\n".join("\n".join(wrap(line, width)) for line in text.splitlines() if line.strip())
+
+
+def _clip(text: str | None, width: int) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class _Rendered:
+    """Shared display plumbing: ``text()``/``html()`` come from ``sections()``."""
+
+    def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
+        raise NotImplementedError
+
+    def title(self) -> str:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        parts = [self.title(), ""]
+        for heading, headers, rows in self.sections():
+            if heading:
+                parts.append(heading)
+            wrapped = [tuple(_wrapped(cell, _ANSWER_WIDTH) for cell in row) for row in rows]
+            parts += [tabulate(wrapped, headers=list(headers), disable_numparse=True), ""]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def html(self) -> str:
+        parts = [f'<div class="swarmkit-history"><p><b>{html.escape(self.title())}</b></p>']
+        for heading, headers, rows in self.sections():
+            if heading:
+                parts.append(f"<p><b>{html.escape(heading)}</b></p>")
+            parts.append(tabulate(rows, headers=list(headers), tablefmt="html",
+                                  disable_numparse=True))
+        parts.append("</div>")
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+class RunListing(_Rendered):
+    """``%swarm history``: the most recent runs, newest first."""
+
+    HEADERS = ("run", "started", "status", "workers", "calls", "tokens in", "tokens out",
+               "cost", "duration", "task")
+
+    def __init__(self, runs: Sequence[RunSummary], source: str = "") -> None:
+        self.runs = list(runs)
+        self.source = source
+
+    def title(self) -> str:
+        where = f" in {self.source}" if self.source else ""
+        return f"{len(self.runs)} recent runs{where}" if self.runs else f"no runs yet{where}"
+
+    def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
+        if not self.runs:
+            return []
+        rows = [
+            (r.run_id, r.started_at.replace("T", " ").removesuffix("+00:00"), r.status,
+             r.workers, r.calls, format_tokens(r.prompt_tokens),
+             format_tokens(r.completion_tokens), format_cost(r.cost_usd),
+             f"{r.duration:.2f}s", _clip(r.task, _TASK_WIDTH))
+            for r in self.runs
+        ]
+        return [("", self.HEADERS, rows)]
+
+
+class RunDiff(_Rendered):
+    """``%swarm diff A B``: plan, per-worker spend and outputs, and answers side by side."""
+
+    def __init__(self, a: RunRecord, b: RunRecord) -> None:
+        self.a, self.b = a, b
+
+    def title(self) -> str:
+        return f"run {self.a.run_id} (A) vs run {self.b.run_id} (B)"
+
+    def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
+        return [
+            ("", ("", "A", "B"), self._summary_rows()),
+            ("plan", ("#", "A", "B", ""), self._plan_rows()),
+            ("workers", ("#", "A status", "A cost", "A tokens", "B status", "B cost",
+                         "B tokens", "output"), self._worker_rows()),
+            ("answer", ("A", "B"), [(self.a.answer or "", self.b.answer or "")]),
+        ]
+
+    def _summary_rows(self) -> list[tuple[Any, ...]]:
+        def facts(run: RunRecord) -> list[str]:
+            cached = sum(1 for c in run.calls if c.source == "cache")
+            usage = run.usage
+            return [
+                run.status, run.started_at, _clip(run.task, _TASK_WIDTH),
+                " / ".join(run.models.values()),
+                f"{len(run.calls)} ({cached} cached)" if cached else str(len(run.calls)),
+                f"{format_tokens(usage.prompt_tokens)} / "
+                f"{format_tokens(usage.completion_tokens)}",
+                format_cost(run.cost_usd), f"{run.duration:.2f}s",
+            ]
+
+        labels = ["status", "started", "task", "models (planner / worker / reducer)",
+                  "calls", "tokens in / out", "cost", "duration"]
+        return list(zip(labels, facts(self.a), facts(self.b), strict=True))
+
+    def _plan_rows(self) -> list[tuple[Any, ...]]:
+        size = max(len(self.a.plan), len(self.b.plan))
+        rows = []
+        for i in range(size):
+            left = self.a.plan[i] if i < len(self.a.plan) else ""
+            right = self.b.plan[i] if i < len(self.b.plan) else ""
+            rows.append((i + 1, _clip(left, _TASK_WIDTH), _clip(right, _TASK_WIDTH),
+                         "same" if left == right else "differs"))
+        return rows
+
+    def _worker_rows(self) -> list[tuple[Any, ...]]:
+        left = {w.index: w for w in self.a.workers}
+        right = {w.index: w for w in self.b.workers}
+        rows = []
+        for index in sorted(set(left) | set(right)):
+            a, b = left.get(index), right.get(index)
+            if a is None or b is None:
+                output = "only in A" if b is None else "only in B"
+            else:
+                output = "same" if a.output == b.output else "differs"
+            row: list[Any] = [index]
+            for w in (a, b):
+                row += ([w.status_label, format_cost(w.cost_usd),
+                         format_tokens(w.usage.total_tokens)] if w else ["-", "-", "-"])
+            rows.append((*row, output))
+        return rows

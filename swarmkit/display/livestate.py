@@ -1,0 +1,302 @@
+"""The live state of a running swarm: events folded into plain Python.
+
+``LiveState.apply`` is O(1) per event and touches no widget: it updates counters and
+marks which display sections changed (``dirty``). ``swarmkit.display.livehtml`` renders the
+changed sections to HTML; the dashboard pushes those at a bounded rate. Keeping this
+free of ipywidgets lets it be tested and reused on its own.
+
+Only what a bounded view needs is kept per run: running workers in start order, the
+``MAX_ROWS`` most recently finished, the last ``MAX_TOOL_ROWS`` tool calls, and counts
+by status, so a 1,000-worker run costs the display what a 50-worker one does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from ..events import (
+    BudgetUpdated,
+    CallFinished,
+    CallRetried,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    PlanReady,
+    RateLimitWait,
+    ReducerDelta,
+    ReducerStarted,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    WorkerFinished,
+    WorkerStarted,
+)
+from ..records import ToolCallRecord, WorkerRecord, worker_of_step
+
+if TYPE_CHECKING:
+    from ..config.swarm import SwarmConfig
+
+__all__ = ["MAX_ROWS", "MAX_TOOL_ROWS", "MAX_WORKER_TOOLS", "SECTIONS", "LiveState",
+           "WorkerLive"]
+
+MAX_ROWS = 50
+MAX_TOOL_ROWS = 20
+MAX_WORKER_TOOLS = 10  # tool calls kept per worker for its drill-down
+SECTIONS = ("header", "budget", "plan", "workers", "tools", "reducer")
+_FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "failed",
+                 "cancelled": "cancelled", "stopped": "stopped and merged"}
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _add_cost(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass(slots=True)
+class WorkerLive:
+    """One worker as the dashboard shows it while the run goes on."""
+
+    index: int
+    task: str
+    status: str = "pending"
+    attempts_done: int = 0  # attempts of this worker's finished calls
+    attempt: int = 0  # the attempt of the call in flight
+    retries: int = 0  # CallRetried events seen
+    calls: int = 0  # finished calls
+    retries_done: int = 0  # ``retries`` when the last call finished
+    waiting: bool = False
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cost: Decimal | None = Decimal(0)
+    started: float | None = None
+    latency: float | None = None  # set once finished
+    tools: int = 0
+    fail_status: int | None = None  # HTTP status of its last failed call
+    record: WorkerRecord | None = None  # set once finished: what its drill-down shows
+    tool_records: list[ToolCallRecord] = field(default_factory=list)
+    # The finished worker's rendered task cell: it cannot change any more, and the worker
+    # section is rendered on every push (twice a second while calls are in flight).
+    finished_cell: object | None = None
+
+    @property
+    def attempts(self) -> int:
+        """Requests sent, the one in flight included; a retry already announced counts."""
+        if not self.attempt:
+            return self.attempts_done
+        return self.attempts_done + max(self.attempt, 1 + self.retries - self.retries_done)
+
+    @property
+    def shown_retries(self) -> int:
+        """Retries as every view shows them: attempts past each call's first."""
+        return max(0, self.attempts - self.calls - (1 if self.attempt else 0))
+
+    def finish(self, record: WorkerRecord) -> None:
+        self.status = record.status_label
+        self.record = record
+        self.attempts_done, self.attempt = record.attempts, 0
+        self.calls, self.retries_done = record.calls, self.retries
+        self.prompt_tokens = record.usage.prompt_tokens
+        self.completion_tokens = record.usage.completion_tokens
+        self.cost, self.latency, self.tools = record.cost_usd, record.latency, record.tool_calls
+        self.waiting = False
+        self.finished_cell = None
+
+
+class LiveState:
+    """Everything the dashboard shows, updated by events in O(1) each."""
+
+    def __init__(self, *, task: str, config: SwarmConfig) -> None:
+        self.task = task
+        self.models = config.models
+        self.system_prompt = config.system_prompt  # worker messages, for the drill-down
+        self.phase = "starting"
+        self.error: str | None = None
+        self.cancelling = False
+        self.now = 0.0
+        self.plan: tuple[str, ...] = ()
+        self.plan_cut_from: int | None = None
+        self.plan_raw = ""  # the planner's reply, for the plan's drill-down
+        self.workers: dict[int, WorkerLive] = {}
+        self.running: dict[int, None] = {}  # insertion-ordered set: oldest first
+        self.recent: deque[int] = deque(maxlen=MAX_ROWS)
+        self.counts: dict[str, int] = {}
+        self.waiting = 0
+        self.calls = 0
+        self.prompt_tokens: int | None = 0
+        self.completion_tokens: int | None = 0
+        self.cost: Decimal | None = Decimal(0)
+        self.spent: Decimal = Decimal(0)
+        self.reserved: Decimal = Decimal(0)
+        self.cap: Decimal | None = config.budget_usd
+        self.concurrency: dict[str, tuple[int, str]] = {}
+        self.default_concurrency = config.concurrency
+        self.tool_count = 0
+        self.tool_errors = 0
+        self.tools: deque[ToolCallRecord] = deque(maxlen=MAX_TOOL_ROWS)
+        self.reducer_inputs: int | None = None
+        self.reduced: tuple[int, ...] = ()  # the workers the reducer was given
+        self.reducer_prompt = config.reducer_prompt
+        self.reducer_input_html = ""  # rendered once by liveview: the input never changes
+        self.reducer_text: list[str] = []
+        self.reducer_attempt = 1
+        self.dirty: set[str] = set(SECTIONS)
+
+    # -- folding events (O(1) each) ----------------------------------------------------
+
+    def _worker(self, index: int, task: str = "") -> WorkerLive:
+        worker = self.workers.get(index)
+        if worker is None:
+            if not task and 0 < index <= len(self.plan):
+                task = self.plan[index - 1]
+            worker = self.workers[index] = WorkerLive(index, task)
+        return worker
+
+    def _count(self, label: str, delta: int) -> None:
+        self.counts[label] = self.counts.get(label, 0) + delta
+
+    def _set_waiting(self, worker: WorkerLive, waiting: bool) -> None:
+        if worker.waiting != waiting:
+            worker.waiting = waiting
+            self.waiting += 1 if waiting else -1
+
+    def apply(self, event: Event) -> None:
+        self.now = max(self.now, event.t)
+        self.dirty.add("header")
+        match event:
+            case RunStarted():
+                self.task, self.phase = event.task, "planning"
+                # the run's own config has "auto" resolved to the model really used
+                self.models = {role: str(event.config.get(role, {}).get("model", model))
+                               for role, model in self.models.items()}
+            case PlanReady():
+                self.plan, self.plan_cut_from = event.tasks, event.truncated_from
+                self.plan_raw = event.raw
+                self.phase = "running"
+                self.dirty.update(("plan", "workers"))
+            case CallStarted():
+                index = worker_of_step(event.step)
+                if index is not None:
+                    worker = self._worker(index)
+                    worker.attempt = event.attempt
+                    self._set_waiting(worker, False)
+                    self.dirty.add("workers")
+            case CallRetried():
+                index = worker_of_step(event.step)
+                if index is not None:
+                    self._worker(index).retries += 1
+                    self.dirty.add("workers")
+            case RateLimitWait():
+                index = worker_of_step(event.step)
+                if index is not None:
+                    self._set_waiting(self._worker(index), event.waiting)
+                    self.dirty.add("workers")
+            case CallFinished():
+                self._call_finished(event)
+            case BudgetUpdated():
+                self.spent, self.reserved = event.spent_usd, event.reserved_usd
+                self.cap = event.cap_usd
+                self.dirty.add("budget")
+            case ConcurrencyChanged():
+                self.concurrency[event.endpoint] = (event.limit, event.reason)
+            case WorkerStarted():
+                worker = self._worker(event.index, event.task)
+                worker.status, worker.started = "running", event.t
+                self.running[event.index] = None
+                self._count("running", 1)
+                self.dirty.add("workers")
+            case ToolCallFinished():
+                self._tool_finished(event.tool_call)
+            case WorkerFinished():
+                self._worker_finished(event.worker)
+            case ReducerStarted():
+                self.phase, self.reducer_inputs = "reducing", len(event.inputs)
+                self.reduced = event.inputs
+                self.dirty.add("reducer")
+            case ReducerDelta():
+                if event.attempt != self.reducer_attempt:
+                    # A retried stream starts over: the cut attempt's text is not the answer.
+                    self.reducer_text, self.reducer_attempt = [], event.attempt
+                self.reducer_text.append(event.text)
+                self.dirty.add("reducer")
+            case RunFinished():
+                self.phase = _FINAL_STATUS.get(event.status, event.status)
+                self.error = event.error
+                if event.answer is not None and not self.reducer_text:
+                    self.reducer_text.append(event.answer)  # a reducer that did not stream
+                self.dirty.update(("reducer", "workers", "budget"))
+
+    def _call_finished(self, event: CallFinished) -> None:
+        call = event.call
+        self.calls += 1
+        self.prompt_tokens = _plus(self.prompt_tokens, call.usage.prompt_tokens)
+        self.completion_tokens = _plus(self.completion_tokens, call.usage.completion_tokens)
+        self.cost = _add_cost(self.cost, call.cost_usd)
+        if self.cap is None:
+            self.dirty.add("budget")
+        index = worker_of_step(call.step)
+        if index is None:
+            return
+        worker = self._worker(index)
+        worker.attempts_done += call.attempts
+        worker.attempt = 0
+        worker.calls += 1
+        worker.retries_done = worker.retries
+        if call.error is not None and call.status is not None:
+            worker.fail_status = call.status
+        worker.prompt_tokens = _plus(worker.prompt_tokens, call.usage.prompt_tokens)
+        worker.completion_tokens = _plus(worker.completion_tokens, call.usage.completion_tokens)
+        worker.cost = _add_cost(worker.cost, call.cost_usd)
+        self.dirty.add("workers")
+
+    def _tool_finished(self, record: ToolCallRecord) -> None:
+        self.tool_count += 1
+        self.tool_errors += record.error is not None
+        self.tools.append(record)
+        worker = self._worker(record.worker)
+        worker.tools += 1
+        if len(worker.tool_records) < MAX_WORKER_TOOLS:
+            worker.tool_records.append(record)
+        self.dirty.update(("tools", "workers"))
+
+    def _worker_finished(self, record: WorkerRecord) -> None:
+        worker = self._worker(record.index, record.task)
+        if record.index in self.running:  # a worker cancelled before its slot never ran
+            del self.running[record.index]
+            self._count("running", -1)
+        self._set_waiting(worker, False)
+        worker.finish(record)
+        self._count(worker.status, 1)
+        self.recent.append(record.index)
+        self.dirty.add("workers")
+
+    # -- rendering ---------------------------------------------------------------------
+
+    @property
+    def finished(self) -> int:
+        return sum(self.counts.values()) - self.counts.get("running", 0)
+
+    @property
+    def status(self) -> str:
+        if self.cancelling and self.phase in ("planning", "running", "reducing"):
+            return "cancelling…"
+        if self.phase == "running":
+            return self.progress
+        return self.phase
+
+    @property
+    def progress(self) -> str:
+        """``10/12 done · 2 running · 0 failed``: done counts every worker that finished."""
+        failed = sum(n for label, n in self.counts.items() if label.startswith("failed"))
+        parts = [f"{self.finished}/{len(self.plan)} done",
+                 f"{self.counts.get('running', 0)} running", f"{failed} failed"]
+        for label in ("skipped", "cancelled"):
+            n = sum(v for k, v in self.counts.items() if k.split(" ", 1)[0] == label)
+            if n:
+                parts.append(f"{n} {label}")
+        return " · ".join(parts)

@@ -1,0 +1,303 @@
+"""Static output of a RunRecord: spend by role, per-worker rows, tool calls, answer and timeline.
+
+``RunTables.mime_bundle()`` is the one display a finished ``%%swarm`` cell leaves: HTML
+(answer as Markdown, tables, totals, timeline SVG, each worker row expanding to what it
+did) and a tabulate ``text/plain`` that terminal IPython and nbval's text comparison see,
+plus provenance metadata. Everything here is a pure function of the RunRecord, so a replayed
+run renders byte-identical output.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from decimal import Decimal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from .byrole import ROLE_HEADERS, role_spend
+from .failures import Failure, failure_of, failure_statuses
+from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
+from .tablefmt import Markup, clipped, html_table, render_table
+from .theme import STYLE, row_class
+
+if TYPE_CHECKING:
+    from ..records import ToolCallRecord, WorkerRecord
+    from ..runrecord import RunRecord
+    from ..usage import Usage
+
+__all__ = [
+    "DISPLAY_ROWS", "RunTables", "clip", "displayed_rows", "format_cost", "format_tokens",
+    "render_table",
+]
+
+_TASK_WIDTH = 48
+_CELL_WIDTH = 60
+_WHY_WIDTH = 60
+_FAILURE_WIDTH = 220
+_TASK_HEADER_WIDTH = 200
+# Past this many rows a table scrolls inside the output instead of growing the page.
+_SCROLL_ROWS = 30
+
+
+def format_cost(cost: Decimal | None) -> str:
+    if cost is None:
+        return "unknown"
+    if cost == 0:
+        return "$0"
+    return f"${cost:.6f}" if cost < 1 else f"${cost:.4f}"
+
+
+def format_tokens(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def clip(text: str | None, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class RunTables:
+    """Renders one RunRecord. ``text()`` is what terminals and nbval's text/plain see."""
+
+    WORKER_HEADERS = (
+        "worker", "task", "status", "calls", "attempts", "retries", "tokens in",
+        "tokens out", "cost", "latency", "tools",
+    )
+    # The HTML table also says why a worker did not complete, on its row; the status
+    # comes first, so a narrow window shows it before the table scrolls sideways.
+    HTML_WORKER_HEADERS = ("worker", "status", "task", "why", *WORKER_HEADERS[3:])
+    TOOL_HEADERS = ("worker", "hop", "tool", "arguments", "result", "error", "duration")
+    ROLE_HEADERS = ROLE_HEADERS
+
+    def __init__(self, run: RunRecord) -> None:
+        self.run = run
+
+    @cached_property
+    def usage(self) -> Usage:
+        """The run's usage, summed once per render (a sum over every call)."""
+        return self.run.usage
+
+    def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+        """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
+        workers = self.run.workers
+        return rows_with_gaps(len(workers), shown, lambda i: _worker_row(workers[i]),
+                              len(self.WORKER_HEADERS))
+
+    def tool_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
+        """One row per tool call; with ``shown``, those calls' rows and a row per gap."""
+        calls = self.run.tool_calls
+        return rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
+                              len(self.TOOL_HEADERS))
+
+    def role_rows(self) -> list[tuple[Any, ...]]:
+        """Planner, workers, reducer and total: the last row is the totals line's sums."""
+        return [(r.role, r.calls, r.attempts, r.retries, format_tokens(r.usage.prompt_tokens),
+                 format_tokens(r.usage.completion_tokens), format_cost(r.cost_usd))
+                for r in role_spend(self.run.calls)]
+
+    def totals(self) -> str:
+        """The one-line summary; both the text and the HTML open with it."""
+        return self._totals
+
+    @cached_property
+    def _totals(self) -> str:
+        run = self.run
+        usage = self.usage
+        counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
+        cached = sum(1 for c in run.calls if c.source == "cache")
+        cached_note = f" ({cached} cached)" if cached else ""
+        return (
+            f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
+            f" · {len(run.calls)} calls{cached_note} · tokens "
+            f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
+            f" out · cost {format_cost(run.cost_usd)} · {run.duration:.2f}s"
+        )
+
+    def worker_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
+        """Every worker's row (``shown``: only those, as the display does)."""
+        return render_table(self.worker_rows(shown), self.WORKER_HEADERS, fmt)
+
+    def tool_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
+        """Every tool call's row (``shown``: only those, as the display does)."""
+        return render_table(self.tool_rows(shown), self.TOOL_HEADERS, fmt)
+
+    def role_table(self, fmt: str = "simple") -> str:
+        """Spend by role, with the run's total as the last row."""
+        return render_table(self.role_rows(), self.ROLE_HEADERS, fmt)
+
+    @cached_property
+    def _worker_cut(self) -> Cut:
+        workers = self.run.workers
+        return Cut.of("workers", len(workers), "did not complete", "worker_table",
+                      [i for i, w in enumerate(workers) if w.status != "completed"])
+
+    @cached_property
+    def _tool_cut(self) -> Cut:
+        calls = self.run.tool_calls
+        return Cut.of("tool calls", len(calls), "failed", "tool_table",
+                      [i for i, t in enumerate(calls) if t.error])
+
+    @cached_property
+    def _failures(self) -> dict[int, Failure]:
+        """Why each worker the display shows did not complete, by its position."""
+        statuses = failure_statuses(self.run.calls)
+        workers = self.run.workers
+        positions = self._worker_cut.shown or range(len(workers))
+        found = {}
+        for position in positions:
+            failure = failure_of(workers[position], statuses.get(workers[position].index))
+            if failure is not None:
+                found[position] = failure
+        return found
+
+    def failure_lines(self) -> list[str]:
+        """One line per shown worker that did not complete: status, error and hint."""
+        return [clip(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
+                     _FAILURE_WIDTH) for f in self._failures.values()]
+
+    def text(self) -> str:
+        """Totals, spend by role, tables (long ones cut), failures and the answer."""
+        run = self.run
+        parts = [self.totals(), ""]
+        if run.error:
+            parts += [f"error: {run.error}", ""]
+        if run.calls:
+            parts += ["by role", self.role_table(), ""]
+        if run.workers:
+            cut = self._worker_cut
+            parts += [*([cut.note] if cut.note else []),
+                      self.worker_table(shown=cut.shown), ""]
+            failures = self.failure_lines()
+            if failures:
+                parts += ["why workers did not complete", *failures, ""]
+        if run.tool_calls:
+            cut = self._tool_cut
+            parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
+        if run.answer is not None:
+            parts += ["answer", run.answer]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def html(self) -> str:
+        """Totals, answer (Markdown), spend by role, workers, tool calls and timeline."""
+        from .drilldown import planner_details, reducer_details
+        from .markdown import markdown_html
+        from .timeline import timeline_svg
+
+        run = self.run
+        parts = [
+            f'<div class="swarmkit swarmkit-run">{STYLE}',
+            f"<p><b>{html.escape(self.totals())}</b></p>",
+            f"<p>task: {html.escape(clip(run.task, _TASK_HEADER_WIDTH))}</p>",
+        ]
+        if run.error:
+            parts.append(f'<p class="sk-error">error: {html.escape(run.error)}</p>')
+        if run.answer is not None:
+            parts += [
+                "<p><b>answer</b></p>",
+                f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
+            ]
+        if run.calls:
+            parts += ["<p><b>by role</b></p>",
+                      html_table(self.role_rows(), self.ROLE_HEADERS, css="sk-roles")]
+        if run.workers:
+            cut = self._worker_cut
+            parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
+        drill = [d for d in (planner_details(run), reducer_details(run)) if d]
+        if drill:
+            parts.append(f'<div class="sk-drill">{"".join(drill)}</div>')
+        if run.tool_calls:
+            cut = self._tool_cut
+            rows = self.tool_rows(cut.shown)
+            parts += [f"<p><b>{html.escape(cut.title)}</b></p>",
+                      html_table(rows, self.TOOL_HEADERS, tall=len(rows) > _SCROLL_ROWS)]
+        if run.calls:
+            parts += ["<p><b>timeline</b></p>",
+                      f'<div class="sk-scroll">{timeline_svg(run)}</div>']
+        parts.append("</div>")
+        return "\n".join(parts)
+
+    def _worker_html(self) -> str:
+        """The worker table: a reason on each row that did not complete, and each task
+        cell a ``<details>`` that opens on what the worker did."""
+        from .drilldown import worker_details
+
+        run = self.run
+        workers = run.workers
+        shown = self._worker_cut.shown
+        wanted = {workers[p].index for p in (shown or range(len(workers)))}
+        tools: dict[int, list[ToolCallRecord]] = {}
+        for call in run.tool_calls:
+            if call.worker in wanted:
+                tools.setdefault(call.worker, []).append(call)
+        failures = self._failures
+
+        def row(position: int) -> tuple[Any, ...]:
+            worker = workers[position]
+            failure = failures.get(position)
+            cells = _worker_row(worker)
+            summary = clip(worker.task, _TASK_WIDTH)
+            task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
+                                         summary), summary)
+            why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
+            return (cells[0], cells[2], task, why, *cells[3:])
+
+        rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
+                for r in rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))]
+        classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
+        headers = self.HTML_WORKER_HEADERS
+        if not failures:  # an empty "why" column would only take width from the task
+            rows = [(*r[:3], *r[4:]) for r in rows]
+            headers = (*headers[:3], *headers[4:])
+        return html_table(rows, headers, classes, css="sk-workers",
+                          tall=len(rows) > _SCROLL_ROWS)
+
+    def metadata(self) -> dict[str, Any]:
+        """Provenance for the display's metadata: no secrets, only key variable names."""
+        run = self.run
+        return {
+            "version": __version__,
+            "run_id": run.run_id,
+            "status": run.status,
+            "models": run.models,
+            "parameters": run.config,
+            "usage": {k: ("unknown" if v is None else str(v))
+                      for k, v in self.usage.to_dict().items()},
+            "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
+        }
+
+    def mime_bundle(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
+        data = {"text/html": self.html(), "text/plain": self.text()}
+        return data, {"swarmkit": self.metadata()}
+
+
+def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
+    calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
+    return (
+        w.index,
+        clip(w.task, _TASK_WIDTH),
+        w.status_label,
+        calls,
+        w.attempts,
+        max(0, w.attempts - w.calls),  # every attempt past a call's first was a retry
+        format_tokens(w.usage.prompt_tokens),
+        format_tokens(w.usage.completion_tokens),
+        format_cost(w.cost_usd),
+        f"{w.latency:.2f}s",
+        w.tool_calls,
+    )
+
+
+def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
+    return (
+        t.worker,
+        t.hop,
+        t.tool,
+        clip(t.arguments, _CELL_WIDTH),
+        clip(t.result, _CELL_WIDTH),
+        clip(t.error, _CELL_WIDTH) or "",
+        f"{t.duration:.3f}s",
+    )

@@ -1,0 +1,121 @@
+"""The planner's ``response_format`` ladder, and the rung each endpoint took this session.
+
+OpenAI-compatible servers differ in what structured output they take, and say so
+differently (swarmkit.provider.call maps each refusal to ResponseFormatUnsupported):
+
+- OpenAI, vLLM, Ollama ≥ 0.5, LM Studio and current llama.cpp ``llama-server`` take
+  ``json_schema``. vLLM refuses a schema its grammar backend cannot compile (HTTP 400,
+  "The provided JSON schema contains features not supported by xgrammar.").
+- llama-cpp-python refuses ``json_schema`` with HTTP 500 ("Input should be 'text' or
+  'json_object'"), older ``llama-server`` builds with HTTP 500 ("response_format type must
+  be one of "text" or "json_object""). Both take ``json_object`` and llama-cpp-python
+  turns its ``schema`` field into a grammar.
+- LM Studio refuses ``json_object`` with HTTP 400 ("'response_format.type' must be
+  'json_schema' or 'text'"); LiteLLM in front of a model without JSON mode refuses any
+  ``response_format`` with HTTP 400 ("UnsupportedParamsError: ... does not support
+  parameters: ['response_format']"); older Ollama ignores ``json_schema`` silently.
+
+So the planner goes down every rung before giving up: ``json_schema`` → ``json_object``
+with the schema → bare ``json_object`` (only when the rung above was refused: it is the
+same request without the field a strict server objects to) → plain text. The rung that
+gave a usable plan is remembered per endpoint and model for the process, so later runs
+start there instead of paying for refusals again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..config.swarm import RoleConfig
+
+__all__ = [
+    "Rung",
+    "RungName",
+    "forget_rungs",
+    "plan_rungs",
+    "plan_schema",
+    "remember_rung",
+    "remembered_rung",
+]
+
+RungName = Literal["json_schema", "json_object+schema", "json_object", "text"]
+
+# One line of 3-160 characters without quotes or backslashes (a grammar-friendly regex).
+_ONE_LINE_TASK = r'^[^\n\r\t"\\]{3,160}$'
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    """One way of asking for the plan. ``response_format`` None means plain text;
+    ``after_refusal`` rungs are tried only when the rung above was refused."""
+
+    name: RungName
+    response_format: dict[str, Any] | None
+    after_refusal: bool = False
+
+
+def plan_schema(max_workers: int | None = None, *, exact: bool = False) -> dict[str, Any]:
+    """The plan's JSON schema. ``exact`` asks for exactly ``max_workers`` one-line tasks:
+    small grammar-constrained models under-plan and put raw newlines in strings."""
+    tasks: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    if max_workers is not None:
+        tasks.update(minItems=max_workers if exact else 1, maxItems=max_workers)
+    if exact:
+        tasks["items"] = {"type": "string", "pattern": _ONE_LINE_TASK}
+    return {
+        "type": "object",
+        "properties": {"tasks": tasks},
+        "required": ["tasks"],
+        "additionalProperties": False,
+    }
+
+
+def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) -> list[Rung]:
+    """The ladder, best first, from ``start`` (a remembered rung) when given."""
+    if local:
+        # The embedded llama.cpp server refuses json_schema: start at its grammar form.
+        rungs = [Rung("json_object+schema", {"type": "json_object",
+                                              "schema": plan_schema(max_workers, exact=True)})]
+    else:
+        strict = {"name": "swarm_plan", "schema": plan_schema(), "strict": True}
+        rungs = [
+            Rung("json_schema", {"type": "json_schema", "json_schema": strict}),
+            Rung("json_object+schema",
+                 {"type": "json_object", "schema": plan_schema(max_workers)}),
+            Rung("json_object", {"type": "json_object"}, after_refusal=True),
+        ]
+    rungs.append(Rung("text", None))
+    names = [rung.name for rung in rungs]
+    if start in names:
+        rungs = rungs[names.index(start):]
+        # The remembered rung is tried first, whatever the rung above it would have said.
+        rungs[0] = Rung(rungs[0].name, rungs[0].response_format)
+    return rungs
+
+
+# Process-wide: a kernel's runs against one server share what was learnt about it.
+_taken: dict[tuple[str, str], RungName] = {}
+_lock = threading.Lock()
+
+
+def _key(role: RoleConfig) -> tuple[str, str]:
+    return (role.base_url or "", role.model)
+
+
+def remembered_rung(role: RoleConfig) -> RungName | None:
+    """The rung that last gave ``role``'s endpoint and model a usable plan, if any."""
+    with _lock:
+        return _taken.get(_key(role))
+
+
+def remember_rung(role: RoleConfig, name: RungName) -> None:
+    with _lock:
+        _taken[_key(role)] = name
+
+
+def forget_rungs() -> None:
+    """Forget every remembered rung (the next runs start at the top of the ladder)."""
+    with _lock:
+        _taken.clear()

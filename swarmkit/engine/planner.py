@@ -1,0 +1,249 @@
+"""The planner's contract: ask for ``{"tasks": [...]}`` and turn whatever comes back into a list.
+
+Requests go down the response_format ladder (swarmkit.engine.ladder). Each rung's answer is
+parsed leniently (fences, prose around the JSON, a bare list; on the plain-text rung a
+numbered or bulleted list too) and, if unusable, repaired once on the same rung. A plan
+is only what is left after placeholders (``"..."``, ``"sub-task 1"``), echoes of the
+prompt and repeats are dropped: if nothing is left, the next rung is tried, so a run
+never completes on the prompt's own example parroted back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PlanError, ResponseFormatUnsupported, SwarmError
+from ..events import PlanReady
+from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
+
+if TYPE_CHECKING:
+    from ..calls import ChatRequest
+    from .swarm import Engine
+
+__all__ = [
+    "ParsedPlan",
+    "is_placeholder",
+    "make_plan",
+    "parse_plan",
+    "repair_message",
+]
+
+log = logging.getLogger("swarmkit")
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_RAW_PREVIEW = 120
+_MARKUP = re.compile(r"<[^>]*>")
+# "1. x", "2) x", "(3) x", "- x", "* x", "• x": one list item per line.
+_LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*•+])\s+(.*\S)\s*$")
+_MARKER = re.compile(r"^(?:\(?\d{1,2}[.):]|[-*•+])\s+")
+_EDGES = "\"'`*_[](){}<>.,;:!?-–—… \t\r\n"
+_COUNT = r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|n|x|[ivx]+"
+_ORDINAL = r"first|second|third|fourth|fifth|next|last|another|other|some|a|an"
+_PLACEHOLDER = re.compile(
+    rf"(?:(?:{_ORDINAL})\s+)?(?:sub[- ]?)?(?:task|step|item|part|point|topic|goal|thing)s?"
+    rf"(?:\s*(?:#|no\.?|number)?\s*(?:{_COUNT}))?(?:\s+(?:here|description|name|text))?"
+    r"|todo|tbd|tba|placeholder|example|string|text|description|n/?a|none|null|etc"
+    r"|your (?:task|answer|sub-?task)s?(?: here)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPlan:
+    tasks: tuple[str, ...]
+    truncated_from: int | None
+    dropped: tuple[str, ...] = ()  # placeholders, echoes and repeats left out
+
+
+def repair_message(max_workers: int, *, lists: bool = False) -> dict[str, str]:
+    """The one follow-up on a rung. It gives no example values: small models copy them."""
+    if lists:
+        form = "a numbered list, one sub-task per line"
+    else:
+        form = 'JSON only: an object whose one key "tasks" holds a list of strings'
+    return {
+        "role": "user",
+        "content": (
+            f"That reply could not be used. Answer again with {form}: between 1 and "
+            f"{max_workers} sub-tasks of the task above, each written out in full words."
+        ),
+    }
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().strip(_EDGES).split())
+
+
+def is_placeholder(task: str) -> bool:
+    """Whether ``task`` is a stand-in rather than work: ``...``, ``sub-task 1``, ``TODO``."""
+    normal = _normal(task)
+    return not any(c.isalnum() for c in normal) or _PLACEHOLDER.fullmatch(normal) is not None
+
+
+def _candidates(text: str) -> list[str]:
+    found = [m.group(1) for m in _FENCE.finditer(text)]
+    found.append(text)
+    # A bare list counts only when there is no object: a list inside {"steps": [...]}
+    # is the wrong shape, not a plan.
+    brackets = ("{", "}") if "{" in text else ("[", "]")
+    start, end = text.find(brackets[0]), text.rfind(brackets[1])
+    if 0 <= start < end:
+        found.append(text[start : end + 1])
+    return found
+
+
+def _tasks_from(value: Any) -> list[str] | None:
+    if isinstance(value, dict):
+        value = value.get("tasks")
+    if not isinstance(value, list):
+        return None
+    tasks: list[str] = []
+    for item in value:
+        if isinstance(item, dict):
+            item = item.get("task") or item.get("description") or item.get("title")
+        if not isinstance(item, str):
+            return None
+        tasks.append(item)
+    return tasks
+
+
+def _json_tasks(raw: str) -> list[str] | None:
+    for candidate in _candidates(raw):
+        try:
+            # strict=False: grammar-constrained servers let raw newlines into strings.
+            value = json.loads(candidate, strict=False)
+        except ValueError:
+            continue
+        tasks = _tasks_from(value)
+        if tasks is not None:
+            return tasks
+    return None
+
+
+def _list_tasks(raw: str) -> list[str] | None:
+    items = [m.group(1) for line in raw.splitlines() if (m := _LIST_ITEM.match(line))]
+    return items or None
+
+
+def _clean(tasks: list[str], echoes: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(kept, dropped): markers stripped; blanks, placeholders, echoes and repeats out."""
+    echoed = {_normal(text) for text in echoes}
+    kept: list[str] = []
+    dropped: list[str] = []
+    seen: set[str] = set()
+    for task in tasks:
+        text = _MARKER.sub("", task.strip()).strip()
+        if not text:
+            continue
+        normal = _normal(text)
+        if is_placeholder(text) or normal in echoed or normal in seen:
+            dropped.append(text)
+        else:
+            seen.add(normal)
+            kept.append(text)
+    return kept, dropped
+
+
+def _preview(raw: str) -> str:
+    # Markup is dropped from the preview only: an error is one plain line, the raw reply
+    # stays whole in the Run's plan_raw.
+    preview = " ".join(_MARKUP.sub(" ", raw).split())[:_RAW_PREVIEW]
+    return f"got: {preview!r}" if preview else "got an empty reply"
+
+
+def parse_plan(
+    text: str | None, max_workers: int, *, lists: bool = False, echoes: tuple[str, ...] = ()
+) -> ParsedPlan:
+    """Parse a planner reply. Raises PlanError (keeping the raw text) when unusable.
+
+    ``lists`` also reads a numbered or bulleted list; tasks equal to one of ``echoes``
+    (the prompt, the system prompt) are dropped like placeholders.
+    """
+    raw = text or ""
+    tasks = _json_tasks(raw)
+    if tasks is None and lists:
+        tasks = _list_tasks(raw)
+    if tasks is None:
+        shape = '{"tasks": [...]} JSON or a numbered list' if lists else '{"tasks": [...]} JSON'
+        raise PlanError(
+            f"the planner did not return {shape} ({_preview(raw)}); "
+            "try a stronger planner model with --planner-model",
+            raw=raw,
+        )
+    kept, dropped = _clean(tasks, echoes)
+    if not kept and not dropped:
+        raise PlanError("the planner returned an empty task list; rephrase the task", raw=raw)
+    if not kept:
+        raise PlanError(
+            f"the planner returned only placeholders or the prompt itself ({_preview(raw)}); "
+            "try a stronger planner model with --planner-model",
+            raw=raw,
+        )
+    cut = len(kept) if len(kept) > max_workers else None
+    return ParsedPlan(tuple(kept[:max_workers]), cut, tuple(dropped))
+
+
+async def _ask(
+    engine: Engine, rung: Rung, request: ChatRequest, echoes: tuple[str, ...]
+) -> tuple[ParsedPlan, str]:
+    """One rung: the answer, and one repair if it is unusable. Raises PlanError."""
+    cfg = engine.config
+    lists = rung.response_format is None
+    messages = list(request.messages)
+    raw = (await engine.call("planner", "planner", request)).response.content or ""
+    try:
+        return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
+    except PlanError:
+        repair = [*messages, {"role": "assistant", "content": raw},
+                  repair_message(cfg.max_workers, lists=lists)]
+        request = engine.request("planner", repair, response_format=rung.response_format)
+        raw = (await engine.call("planner", "planner", request)).response.content or ""
+        return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
+
+
+async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
+    """Ask the planner down the response_format ladder, from the rung its endpoint took
+    last; every rung is tried before a PlanError ends the run."""
+    cfg = engine.config
+    system = cfg.planner_prompt.format(max_workers=cfg.max_workers)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": task},
+    ]
+    echoes = (task, system)
+    # A replay asks what the recording asked, whatever this session learnt: the rungs
+    # whose request the cassette holds (the recording may have started at a remembered one).
+    start = None if cfg.replay else remembered_rung(cfg.planner)
+    recorded = getattr(engine.caller, "recorded", None) if cfg.replay else None
+    last_error: SwarmError | None = None
+    refused = False
+    ladder = [(rung, engine.request("planner", messages, response_format=rung.response_format))
+              for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start)]
+    if recorded is not None:
+        # Nothing recorded: the first rung's ReplayMiss says what the cassette holds.
+        ladder = [step for step in ladder if recorded(step[1])] or ladder[:1]
+    for rung, request in ladder:
+        if recorded is None and rung.after_refusal and not refused:
+            continue
+        try:
+            parsed, raw = await _ask(engine, rung, request, echoes)
+        except ResponseFormatUnsupported as exc:
+            last_error, refused = exc, True
+            continue
+        except PlanError as exc:
+            last_error, refused = exc, False
+            log.info("swarmkit planner: no usable plan with %s (%s)", rung.name, exc)
+            continue
+        if parsed.dropped:
+            log.info("swarmkit planner: left out %d placeholder, echoed or repeated tasks",
+                     len(parsed.dropped))
+        if not cfg.replay:
+            remember_rung(cfg.planner, rung.name)
+        engine.emit(PlanReady(parsed.tasks, raw, engine.now(), parsed.truncated_from))
+        return parsed.tasks
+    if isinstance(last_error, PlanError):
+        raise last_error
+    raise PlanError(f"no response_format was accepted by the planner's server: {last_error}")

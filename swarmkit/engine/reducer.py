@@ -1,0 +1,129 @@
+"""The reducer: merge the finished workers' outputs into one answer, within the budget.
+
+While workers run, room is held for the reducer (its worst case, capped at a share of
+what is left). When the cap is short at the end, the reducer's answer is shortened first,
+then it is given fewer outputs; the workers it received are recorded in the Run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ..budget import Reservation
+from ..calls import ChatRequest
+from ..errors import BudgetExceeded
+from ..events import ReducerDelta, ReducerStarted
+from ..records import WorkerRecord
+
+if TYPE_CHECKING:
+    from .swarm import Engine
+
+__all__ = ["hold_for_reducer", "reduce", "reducer_messages", "reducer_request"]
+
+# Average bytes per token when sizing the reducer's hold before worker outputs exist.
+_BYTES_PER_TOKEN_ESTIMATE = 4
+# The reducer's answer is shortened down to this when that is what fits the budget.
+_MIN_REDUCER_TOKENS = 64
+# The most of the remaining cap held back for the reducer while workers run.
+_REDUCER_SHARE = Decimal("0.25")
+
+
+def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
+    labels = Counter(r.status_label for r in records)
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
+    budget = any(r.reason == "budget" for r in records)
+    hint = "raise the budget or lower max_tokens" if budget else "see the workers' errors"
+    return f"no worker finished ({counts}); nothing to reduce; {hint}"
+
+
+def hold_for_reducer(engine: Engine, task: str, plan: tuple[str, ...]) -> None:
+    """Hold room for the reducer: its worst case, capped at a share of what is left."""
+    if not engine.budget.capped:
+        return
+    worker_bytes = engine.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
+    skeleton = reducer_request(engine, task, [(i + 1, t, "") for i, t in enumerate(plan)])
+    usd, tokens = engine.worst_case("reducer", skeleton)
+    price = engine.prices.lookup(engine.config.reducer.model)
+    extra_tokens = len(plan) * worker_bytes
+    tokens += extra_tokens
+    if price is not None:
+        usd += price.bound(extra_tokens, 0)
+    # Hold the reducer's worst case, but never more than a share of what is left, so
+    # a bigger cap always leaves the workers at least as much room (monotonic), and a
+    # short reducer budget is met later by shortening its answer and its inputs.
+    snap = engine.budget.snapshot()
+    if snap.cap_usd is not None:
+        usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
+    if snap.cap_tokens is not None:
+        tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
+    if not engine.budget.hold(usd, tokens):
+        raise BudgetExceeded("budget spent before the workers could start; raise the budget")
+
+
+
+def reducer_messages(
+    prompt: str, task: str, inputs: list[tuple[int, str, str]]
+) -> list[dict[str, str]]:
+    """The reducer's conversation: a pure function, so a Run's drill-down can show it."""
+    parts = [f"Task: {task}", ""]
+    for index, subtask, output in inputs:
+        parts += [f"Worker {index} (sub-task: {subtask}):", output, ""]
+    return [
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": "\n".join(parts).rstrip()},
+    ]
+
+
+def reducer_request(
+    engine: Engine, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
+) -> ChatRequest:
+    messages = reducer_messages(engine.config.reducer_prompt, task, inputs)
+    stream = engine.config.stream_reducer and not engine.config.reducer.is_local
+    extra: dict[str, Any] = {"stream": stream}
+    if max_tokens is not None:
+        extra["max_tokens"] = max_tokens
+    return engine.request("reducer", messages, **extra)
+
+async def reduce(
+    engine: Engine, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
+) -> tuple[Any, str | None, str | None]:
+    done = [r for r in records if r.status == "completed"]
+    engine.budget.release_hold()
+    if not done:
+        return "failed", None, _nothing_to_reduce(records)
+    inputs = [(r.index, r.task, r.output or "") for r in done]
+    request, reservation, inputs = await _reserve_reducer(engine, task, inputs)
+    engine.emit(ReducerStarted(tuple(index for index, _, _ in inputs), engine.now()))
+
+    def on_delta(text: str, attempt: int) -> None:
+        engine.emit(ReducerDelta(text, engine.now(), attempt))
+
+    outcome = await engine.call(
+        "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
+    )
+    status = "completed" if len(inputs) == len(plan) else "partial"
+    return status, outcome.response.content or "", None
+
+async def _reserve_reducer(
+    engine: Engine, task: str, inputs: list[tuple[int, str, str]]
+) -> tuple[ChatRequest, Reservation | None, list[tuple[int, str, str]]]:
+    """Reserve for the reducer. If the cap is short, shorten its answer first, then
+    give it fewer worker outputs (the reducer's inputs are recorded in the Run)."""
+    max_tokens = engine.config.reducer.max_tokens
+    while True:
+        request = reducer_request(engine, task, inputs, max_tokens)
+        if not engine.budget.capped:
+            return request, None, inputs
+        usd, tokens = engine.worst_case("reducer", request)
+        try:
+            reservation = await engine.budget.reserve(usd, tokens, what="the reducer")
+            return request, reservation, inputs
+        except BudgetExceeded:
+            if max_tokens > _MIN_REDUCER_TOKENS:
+                max_tokens = max(_MIN_REDUCER_TOKENS, max_tokens // 2)
+            elif len(inputs) > 1:
+                inputs = inputs[: max(1, len(inputs) * 3 // 4)]
+            else:
+                raise

@@ -1,0 +1,166 @@
+"""One worker: its sub-task, its calls (or tool loop), and the record it leaves.
+
+A worker always ends with a WorkerFinished event and a final status: completed, failed,
+skipped or cancelled, with the reason (budget, provider, tools, error, interrupt, timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..calls import CallOutcome, ChatRequest
+from ..config.swarm import SwarmConfig
+from ..credentials.scrub import scrub, scrub_line
+from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
+from ..events import Event, WorkerFinished, WorkerStarted
+from ..records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
+from ..usage import Usage
+
+if TYPE_CHECKING:
+    from .swarm import Engine
+
+__all__ = ["WorkerContext", "WorkerTally", "run_worker", "unexpected", "worker_messages"]
+
+log = logging.getLogger("swarmkit")
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception swarmkit did not expect (a bug, logged with its traceback)."""
+    return (f"unexpected {type(exc).__name__}: {scrub_line(str(exc), 200)} (a bug; the "
+            "traceback is in the 'swarmkit' log)")
+
+
+@dataclass
+class WorkerTally:
+    """What one worker's calls added up to."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+    tool_calls: int = 0
+
+    def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
+        usage = Usage(requests=0)
+        for call in self.calls:
+            usage = usage.add(call.usage)
+        started = min((c.started for c in self.calls), default=None)
+        ended = max((c.started + c.latency for c in self.calls), default=None)
+        return WorkerRecord(
+            index=index,
+            task=task,
+            status=status,
+            usage=usage,
+            cost_usd=sum_costs([c.cost_usd for c in self.calls]),
+            started=started,
+            latency=0.0 if started is None or ended is None else ended - started,
+            attempts=sum(c.attempts for c in self.calls),
+            calls=len(self.calls),
+            tool_calls=self.tool_calls,
+            cached_calls=sum(1 for c in self.calls if c.source == "cache"),
+            **extra,
+        )
+
+
+@dataclass
+class WorkerContext:
+    """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``."""
+
+    engine: Engine
+    index: int
+    step: str
+    tally: WorkerTally
+
+    async def call(self, request: ChatRequest) -> CallOutcome:
+        return await self.engine.call("worker", self.step, request, tally=self.tally)
+
+    def emit(self, event: Event) -> None:
+        self.engine.emit(event)
+
+    def now(self) -> float:
+        return self.engine.now()
+
+
+def worker_messages(
+    system_prompt: str, task: str, index: int, subtask: str, total: int
+) -> list[dict[str, Any]]:
+    """The conversation a worker starts from (the dry-run estimate sizes it too)."""
+    return [
+        {"role": "system", "content": system_prompt},
+        {
+            "role": "user",
+            "content": f"Overall task: {task}\n\nYour sub-task ({index} of {total}): {subtask}",
+        },
+    ]
+
+
+async def run_worker(
+    engine: Engine,
+    task: str,
+    index: int,
+    subtask: str,
+    total: int,
+    slots: asyncio.Semaphore,
+    records: dict[int, WorkerRecord],
+) -> None:
+    tally = WorkerTally()
+    step = f"worker-{index}"
+
+    def finish(status: WorkerStatus, **extra: Any) -> None:
+        record = tally.record(index, subtask, status, **extra)
+        records[index] = record
+        engine.emit(WorkerFinished(record, t=engine.now()))
+
+    try:
+        async with slots:
+            delay = start_delay(engine.config, index)
+            if delay:
+                await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
+            engine.emit(WorkerStarted(index, subtask, engine.now()))
+            messages = worker_messages(engine.config.system_prompt, task, index, subtask, total)
+            if engine.worker_loop is not None:
+                context = WorkerContext(engine, index, step, tally)
+                output = await engine.worker_loop(context, messages)
+            else:
+                request = engine.request("worker", messages)
+                outcome = await engine.call("worker", step, request, tally=tally)
+                output = outcome.response.content or ""
+    except BudgetExceeded as exc:
+        status: WorkerStatus = "skipped" if not tally.calls else "failed"
+        finish(status, reason="budget", error=str(exc))
+    except ProviderError as exc:
+        finish("failed", reason="provider", error=str(exc))
+    except ReplayMiss:  # not a worker failure: the cassette no longer matches the run
+        finish("failed", reason="replay")
+        raise
+    except SwarmError as exc:  # ToolError and friends, raised by the tool loop
+        # An MCP server's message is text from outside, like a server's error body.
+        finish("failed", reason=getattr(exc, "reason", "tools"), error=scrub(str(exc)))
+    except Exception as exc:  # a bug: it fails this worker, not its siblings or the run
+        log.exception("swarmkit: worker %d raised unexpectedly", index)
+        finish("failed", reason="error", error=unexpected(exc))
+    except asyncio.CancelledError:
+        reason = engine.cancel_reason or engine.stop_reason or "cancelled"
+        finish("cancelled", reason=None if reason == "cancelled" else reason)
+        raise
+    else:
+        finish("completed", output=output)
+
+
+MAX_START_JITTER = 0.25
+
+
+def start_delay(config: SwarmConfig, index: int) -> float:
+    """How long worker ``index`` (1-based) waits before its first call.
+
+    The first wave is spread evenly over ``start_jitter`` seconds so that a limited key
+    does not see ``concurrency`` requests in the same millisecond. With no ``rpm``/``tpm``
+    and no explicit ``start_jitter`` there is no delay: an unlimited endpoint gains
+    nothing from it, and it would cost up to the whole jitter in wall time.
+    """
+    jitter = config.start_jitter
+    if jitter is None:
+        jitter = MAX_START_JITTER if (config.rpm or config.tpm) else 0.0
+    if jitter <= 0 or index > config.concurrency:
+        return 0.0
+    return min(jitter, MAX_START_JITTER) * (index - 1) / config.concurrency

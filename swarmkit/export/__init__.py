@@ -1,0 +1,1 @@
+"""swarmkit.export.exporter"""

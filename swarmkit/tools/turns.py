@@ -1,0 +1,282 @@
+"""The worker tool loop: OpenAI function calling, bounded, validated and recorded.
+
+Each worker gets at most ``max_tool_hops`` model turns that may call tools, then one
+more turn with ``tool_choice="none"`` asking for its final answer, so it always ends.
+The calls of one turn run concurrently (at most ``tool_concurrency`` at a time); only
+the first ``max_tool_calls_per_turn`` of them run, the rest are refused (the model is
+told so, and they do not count as tool errors).
+Every call, executed or rejected, becomes a ``ToolCallFinished`` event. Only the tools
+handed to :class:`ToolLoop` can ever run: any other name is answered with an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..calls import ChatResponse, ToolCallRequest, ToolKey, ToolOutcome, canonical_json
+from ..errors import ConfigError, MCPError, ToolError
+from ..events import ToolCallFinished
+from ..records import ToolCallRecord
+from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
+
+if TYPE_CHECKING:
+    from ..engine.swarm import WorkerContext
+
+__all__ = [
+    "FINAL_ANSWER_PROMPT",
+    "ToolLoop",
+    "build_worker_loop",
+    "collect_tools",
+    "describe_error",
+]
+
+log = logging.getLogger("swarmkit")
+
+FINAL_ANSWER_PROMPT = (
+    "You have used all your tool turns. Give your final answer now, without calling tools."
+)
+# How much of the last tool error a failed worker's message repeats.
+_LAST_ERROR_CHARS = 200
+
+
+def collect_tools(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    """Tools by name; plain functions are wrapped with ``@tool``. Duplicate names are an error."""
+    by_name: dict[str, Tool] = {}
+    for item in tools:
+        if not isinstance(item, Tool):
+            if not callable(item):
+                raise ConfigError(f"tools must be Tool objects or functions, got {item!r}")
+            item = tool(item)
+        if item.name in by_name and by_name[item.name] is not item:
+            raise ConfigError(f"two tools are named {item.name!r}; give one of them name=...")
+        by_name[item.name] = item
+    return by_name
+
+
+async def build_worker_loop(
+    tools: Iterable[Tool | Callable[..., Any]] | None = None,
+    mcp_servers: Mapping[str, Sequence[str] | str] | None = None,
+) -> ToolLoop | None:
+    """The worker loop for ``swarmkit.run(tools=..., mcp_servers=...)``; None if no tools.
+
+    MCP servers join the session's registry (kept up, reused by name). One that cannot
+    start is logged with its error and left out: the run goes on without its tools.
+    """
+    chosen: list[Tool | Callable[..., Any]] = list(tools or ())
+    if mcp_servers:
+        from .registry import mcp_registry
+
+        registry = mcp_registry()
+        for name, command in mcp_servers.items():
+            words = shlex.split(command) if isinstance(command, str) else list(command)
+            try:
+                server = await registry.add(name, words)
+            except MCPError as exc:
+                log.warning("%s; the run goes on without its tools", exc)
+                continue
+            chosen += server.tools
+    return ToolLoop(chosen) if chosen else None
+
+
+def describe_error(exc: BaseException) -> str:
+    """What the model reads when a tool fails: ``ToolError: <type>: <message>``."""
+    if isinstance(exc, ToolError):
+        return f"ToolError: {exc}"
+    return f"ToolError: {type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """One requested call after parsing: ready to run, or rejected with an error."""
+
+    call: ToolCallRequest
+    position: int
+    tool: Tool | None = None
+    arguments: dict[str, Any] | None = None
+    key: ToolKey | None = None
+    rejection: str | None = None
+    refused: bool = False  # past max_tool_calls_per_turn: not run, not a tool error
+
+
+class ToolLoop:
+    """The ``worker_loop`` for an Engine whose workers may call ``tools``."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
+        self.tools = collect_tools(tools)
+        self.specs = tuple(t.spec() for t in self.tools.values())
+
+    async def __call__(self, context: WorkerContext, messages: list[dict[str, Any]]) -> str:
+        engine = context.engine
+        config = engine.config
+        conversation = list(messages)
+        seen: Counter[tuple[int, str, str]] = Counter()
+        errors: list[str] = []
+        for hop in range(1, config.max_tool_hops + 1):
+            request = engine.request("worker", conversation, tools=self.specs)
+            response = (await context.call(request)).response
+            if not response.tool_calls:
+                return response.content or ""
+            conversation.append(response.assistant_message())
+            conversation += await self._turn(context, hop, response.tool_calls, seen, errors)
+            if len(errors) >= config.max_tool_errors:
+                last = " ".join(errors[-1].split())[:_LAST_ERROR_CHARS]
+                raise _tools_failure(
+                    f"worker {context.index} stopped after {len(errors)} tool errors "
+                    f"(max_tool_errors={config.max_tool_errors}); last: {last}"
+                )
+        return await self._final_answer(context, conversation)
+
+    async def _final_answer(
+        self, context: WorkerContext, conversation: list[dict[str, Any]]
+    ) -> str:
+        engine = context.engine
+        if engine.config.max_tool_hops == 0:
+            request = engine.request("worker", conversation)
+        else:
+            conversation = [*conversation, {"role": "user", "content": FINAL_ANSWER_PROMPT}]
+            request = engine.request("worker", conversation, tools=self.specs,
+                                     tool_choice="none")
+        response: ChatResponse = (await context.call(request)).response
+        if response.tool_calls and not response.content:
+            raise _tools_failure(
+                f"worker {context.index} still asked for tools after "
+                f"max_tool_hops={engine.config.max_tool_hops} turns and gave no answer; "
+                "raise max_tool_hops"
+            )
+        return response.content or ""
+
+    async def _turn(
+        self,
+        context: WorkerContext,
+        hop: int,
+        calls: Sequence[ToolCallRequest],
+        seen: Counter[tuple[int, str, str]],
+        errors: list[str],
+    ) -> list[dict[str, Any]]:
+        config = context.engine.config
+        cap = config.max_tool_calls_per_turn
+        over = (
+            f"ToolError: refused: this turn asked for {len(calls)} tool calls and at most "
+            f"{cap} run per turn (max_tool_calls_per_turn={cap}); this one was not run. "
+            f"Ask for at most {cap} at a time."
+        )
+        prepared = [self._prepare(context, hop, i, call, seen, over if i >= cap else None)
+                    for i, call in enumerate(calls)]
+        slots = asyncio.Semaphore(config.tool_concurrency)
+
+        async def bounded(item: _Prepared) -> dict[str, Any]:
+            async with slots:
+                return await self._run(context, hop, item, errors)
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(bounded(item)) for item in prepared]
+        return [task.result() for task in tasks]
+
+    def _prepare(
+        self,
+        context: WorkerContext,
+        hop: int,
+        position: int,
+        call: ToolCallRequest,
+        seen: Counter[tuple[int, str, str]],
+        refusal: str | None = None,
+    ) -> _Prepared:
+        found = self.tools.get(call.name)
+        arguments: dict[str, Any] | None = None
+        rejection: str | None = None
+        try:
+            parsed = parse_arguments(call.arguments)
+            canonical = canonical_json(parsed)
+        except ToolArgumentsError as exc:
+            parsed, canonical, rejection = None, call.arguments, f"ToolError: {exc}"
+        if found is None:
+            names = ", ".join(self.tools) or "none"
+            rejection = f"ToolError: unknown tool {call.name!r}; available tools: {names}"
+        elif parsed is not None:
+            try:
+                arguments = found.validate(parsed)
+            except ToolArgumentsError as exc:
+                rejection = f"ToolError: {exc}"
+        # Rejected calls are keyed and recorded too, so a replay shows them as they were.
+        occurrence = seen[(hop, call.name, canonical)]
+        seen[(hop, call.name, canonical)] += 1
+        key = ToolKey(context.step, hop, call.name, canonical, occurrence)
+        if refusal is not None:
+            return _Prepared(call, position, key=key, rejection=refusal, refused=True)
+        if rejection is not None:
+            return _Prepared(call, position, key=key, rejection=rejection)
+        return _Prepared(call, position, found, arguments, key)
+
+    async def _run(
+        self, context: WorkerContext, hop: int, item: _Prepared, errors: list[str]
+    ) -> dict[str, Any]:
+        assert item.key is not None
+        outcome = await context.engine.caller.tool(item.key, self._executor(context, hop, item))
+        record = ToolCallRecord(
+            worker=context.index,
+            hop=hop,
+            call_id=item.call.id,
+            tool=item.call.name,
+            arguments=item.call.arguments,
+            result=outcome.result,
+            error=outcome.error,
+            started=context.now() if outcome.started is None else outcome.started,
+            duration=outcome.duration,
+            source=outcome.source,
+        )
+        context.tally.tool_calls += 1
+        context.emit(ToolCallFinished(record, t=record.started + record.duration))
+        if outcome.error is not None and not item.refused:
+            errors.append(outcome.error)
+        content = outcome.error if outcome.error is not None else outcome.result
+        return {"role": "tool", "tool_call_id": item.call.id, "content": content or ""}
+
+    def _executor(
+        self, context: WorkerContext, hop: int, item: _Prepared
+    ) -> Callable[[], Awaitable[ToolOutcome]]:
+        """What runs the call when the caller decides it runs (never in replay)."""
+        config = context.engine.config
+        limit = config.max_tool_result_chars
+        rejection = item.rejection
+        if rejection is not None:
+
+            async def reject() -> ToolOutcome:
+                return ToolOutcome(None, render_result(rejection, limit), 0.0, "live",
+                                   context.now())
+
+            return reject
+        assert item.tool is not None and item.arguments is not None
+        found, arguments = item.tool, item.arguments
+        request_id = f"swarmkit-{context.engine.run_id}-{context.step}-h{hop}-{item.position}"
+        timeout = found.timeout if found.timeout is not None else config.tool_timeout
+
+        async def execute() -> ToolOutcome:
+            started = context.now()
+            result = error = None
+            deadline = asyncio.timeout(timeout)
+            try:
+                async with deadline:
+                    value = await found.run(arguments, request_id)
+                result = render_result(value, limit)
+            except TimeoutError as exc:
+                error = (f"ToolError: {found.name} timed out after {timeout:g}s"
+                         if deadline.expired() else describe_error(exc))
+            except Exception as exc:
+                error = describe_error(exc)
+            if error is not None:
+                error = render_result(error, limit)
+            return ToolOutcome(result, error, context.now() - started, "live", started)
+
+        return execute
+
+
+def _tools_failure(message: str) -> ToolError:
+    error = ToolError(message)
+    error.reason = "tools"  # type: ignore[attr-defined]  # the engine shows "failed (tools)"
+    return error
