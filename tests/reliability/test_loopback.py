@@ -2,7 +2,7 @@
 
 The kernel's own socket table (/proc/net/tcp and tcp6) is the witness: it lists every
 listening socket with the address it is bound to. (The embedded llama.cpp server's bind
-is checked the same way in tests/test_local.py.)
+is checked the same way in tests/provider/test_embedded.py.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tools under stress: cancelled mid-call, inexpressible schemas, MCP commands taken literally.
 
 The model is FakeServer scripting OpenAI function calls; MCP servers are real processes
-(``tests/mcp_server.py``) started by the real MCP SDK.
+(``tests/tools/mcp_server.py``) started by the real MCP SDK.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from swarmkit.tools import MCPServer, tool
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 ROOT = Path(__file__).resolve().parents[2]
-MCP_SERVER = ROOT / "tests" / "mcp_server.py"
+MCP_SERVER = ROOT / "tests" / "tools" / "mcp_server.py"
 WORKERS = 3
 HANG = 30.0
 

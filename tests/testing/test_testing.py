@@ -28,7 +28,7 @@ from swarmkit.testing import (
 )
 from swarmkit.usage import Usage
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "Compare five vector databases for a small team"}]
 
 

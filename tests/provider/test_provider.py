@@ -21,7 +21,7 @@ from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRul
 from swarmkit.testing.faults import FORMAT_REFUSALS
 from swarmkit.usage import Usage
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-SECRET-4242-must-not-leak"
 MESSAGES = ({"role": "user", "content": "Name three rivers"},)
 REQUEST = ChatRequest(model="fake-model", messages=MESSAGES, max_tokens=64)

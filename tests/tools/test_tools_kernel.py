@@ -22,7 +22,7 @@ from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 
 pytestmark = pytest.mark.kernel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 90
 
 
@@ -54,7 +54,7 @@ def processes_running(path: str) -> list[int]:
 def test_mcp_server_through_swarm_cell_in_a_kernel(tmp_path: Path) -> None:
     # A private copy, so the process can be found by its path after the kernel exits.
     script = tmp_path / "shop_mcp_server.py"
-    shutil.copy(ROOT / "tests" / "mcp_server.py", script)
+    shutil.copy(ROOT / "tests" / "tools" / "mcp_server.py", script)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("OPENAI_API_KEY", None)

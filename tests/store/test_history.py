@@ -23,7 +23,7 @@ from swarmkit.store import History, HistorySink
 from swarmkit.testing import FakeServer
 from swarmkit.usage import Usage
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "Compare five vector databases for a small team"
 KEY_ENV = "SWARMKIT_HISTORY_TEST_KEY"
 KEY = "sk-history-test-RECOGNISABLE-a1b2c3d4e5"
@@ -116,7 +116,7 @@ def test_two_processes_writing_at_once_do_not_corrupt_the_database(tmp_path: Pat
     path = tmp_path / "history.db"
     script = (
         "import sys\nsys.path.insert(0, sys.argv[3])\n"
-        "from tests.test_store_history import made_run\n"
+        "from tests.store.test_history import made_run\n"
         "from swarmkit.store import History, ResponseCache\n"
         "from swarmkit.calls import ChatResponse, Usage\n"
         "import pathlib, time\n"

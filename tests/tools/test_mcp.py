@@ -1,4 +1,4 @@
-"""MCP servers: a real server process (tests/mcp_server.py) over stdio, its tools as
+"""MCP servers: a real server process (tests/tools/mcp_server.py) over stdio, its tools as
 ``NAME__tool``, errors naming the server, stable JSON-RPC ids, and a whole swarm using it."""
 
 from __future__ import annotations

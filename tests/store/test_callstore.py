@@ -29,7 +29,7 @@ from swarmkit.result import Run
 from swarmkit.store import CallStore, Cassette, History, Player, ResponseCache, rerun_config
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "Compare five vector databases for a small team"
 KEY_ENV = "SWARMKIT_STORE_TEST_KEY"
 KEY = "sk-store-test-RECOGNISABLE-5f4e3d2c1b0a"

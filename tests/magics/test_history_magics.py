@@ -23,7 +23,7 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
 from swarmkit.testing import FakeRequest, FakeServer, swarm_shell
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "Name three rivers"
 
 

@@ -1,4 +1,4 @@
-"""A small real MCP server for the tests, run as ``python tests/mcp_server.py``.
+"""A small real MCP server for the tests, run as ``python tests/tools/mcp_server.py``.
 
 It speaks MCP over stdio through the official SDK's server API and offers:
 

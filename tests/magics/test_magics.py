@@ -23,7 +23,7 @@ from swarmkit.result import Run
 from swarmkit.template import interpolate
 from swarmkit.testing import FakeServer, swarm_shell, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import mcp_registry
 
-MCP_SERVER = Path(__file__).resolve().parent / "mcp_server.py"
+MCP_SERVER = Path(__file__).resolve().parents[1] / "tools" / "mcp_server.py"
 
 
 @pytest.fixture(scope="module")
