@@ -8,6 +8,7 @@ returns what the cell shows (or None). Raise ``UsageError`` for bad input.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from collections.abc import Callable
@@ -17,6 +18,13 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
+from ..config.options import (
+    ROLE_FIELDS,
+    UNSET_VALUES,
+    config_keys,
+    option_named,
+    public_name,
+)
 from .display import SmallTable
 
 if TYPE_CHECKING:
@@ -28,6 +36,7 @@ __all__ = [
     "UNSET_VALUES",
     "Command",
     "cancel_command",
+    "check_config_key",
     "commands_help",
     "config_command",
     "last_command",
@@ -97,15 +106,22 @@ def split_args(line: str, where: str) -> list[str]:
 
 # -- config ------------------------------------------------------------------------------
 
-_ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
-_TOP_KEYS = (
-    ("workers", "max_workers"), ("concurrency", "concurrency"), ("budget", "budget_usd"),
-    ("budget_tokens", "budget_tokens"), ("rpm", "rpm"), ("tpm", "tpm"),
-    ("call_timeout", "call_timeout"), ("run_timeout", "run_timeout"), ("cache", "cache"),
-    ("record", "record"), ("replay", "replay"), ("history_path", "history_path"),
-)
-# ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
-UNSET_VALUES = ("", "none", "default")
+# The keys the config table shows besides the role fields (every key can be set).
+_SHOWN = ("workers", "concurrency", "budget", "budget_tokens", "rpm", "tpm", "call_timeout",
+          "run_timeout", "cache", "record", "replay", "history_path")
+
+
+def check_config_key(key: str, where: str) -> None:
+    """A UsageError unless ``key`` is one of the option table's ``%swarm config`` keys."""
+    if key == "prices":
+        raise UsageError(f"{where}: set prices with %swarm prices MODEL IN OUT")
+    keys = config_keys()
+    if key in keys:
+        return
+    named = public_name(key)
+    close = [named] if named != key else difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"{where}: unknown option {key!r}{hint}; %swarm config lists the keys")
 
 
 def _show(value: Any) -> str:
@@ -126,15 +142,16 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
     def add(key: str, value: Any) -> None:
         rows.append((key, _show(value), "session" if key in session else ""))
 
-    for name in _ROLE_FIELDS:
+    for name in ROLE_FIELDS:
         values = [getattr(config.role(role), name) for role in ROLES]
         if all(v == values[0] for v in values):
             add(name, values[0])
         else:
             for role, value in zip(ROLES, values, strict=True):
                 add(f"{role}_{name}", value)
-    for key, attr in _TOP_KEYS:
-        add(key, getattr(config, attr))
+    for key in _SHOWN:
+        row = option_named(key)
+        add(key, getattr(config, row.attr if row is not None else key))
     return SmallTable("swarm config for this session", ("key", "value", "set by"), rows,
                       "set with %swarm config key=value; key= unsets; flags override per cell")
 
@@ -149,8 +166,7 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
             key = key.strip().lstrip("-").replace("-", "_")
             if not sep or not key:
                 raise UsageError(f"%swarm config: expected key=value, got {word!r}")
-            if key == "prices":
-                raise UsageError("%swarm config: set prices with %swarm prices MODEL IN OUT")
+            check_config_key(key, "%swarm config")
             if value.strip().lower() in UNSET_VALUES:
                 options.pop(key, None)
             else:
@@ -187,8 +203,8 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
     magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
     if magics is None:
         raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
-    if "prices" in options:
-        raise UsageError("swarm_config: set prices with %swarm prices MODEL IN OUT")
+    for key in options:
+        check_config_key(key, "swarm_config")
     session = dict(magics.session_options)
     kept = {"prices": session["prices"]} if "prices" in session else {}
     merged = {**(kept if reset else session), **options}
