@@ -36,6 +36,7 @@ __all__ = [
     "Option",
     "Surface",
     "config_keys",
+    "env_options",
     "markdown_table",
     "option_named",
     "public_name",
@@ -71,6 +72,7 @@ class Option:
     surfaces: frozenset[Surface] = SURFACES
     role_flags: frozenset[Surface] = frozenset()
     no_help: str = ""  # a "bool" option's --no-<name> switch, where it differs from help
+    env: str = ""  # the SWARMKIT_* variable that sets its default (SwarmConfig.from_env)
 
     @property
     def attr(self) -> str:
@@ -108,26 +110,28 @@ class Option:
 
 def _o(name: str, kind: Kind, help: str, metavar: str = "VALUE", *,
        field: str = "", role: bool = False, flag: str = "",
-       on: str = "magic config cli replay", role_flags: str = "", no_help: str = "") -> Option:
+       on: str = "magic config cli replay", role_flags: str = "", no_help: str = "",
+       env: str = "") -> Option:
     return Option(name, kind, help, field=field, role=role, flag=flag, metavar=metavar,
                   surfaces=frozenset(on.split()),  # type: ignore[arg-type]
                   role_flags=frozenset(role_flags.split()),  # type: ignore[arg-type]
-                  no_help=no_help)
+                  no_help=no_help, env=env)
 
 
 OPTIONS: tuple[Option, ...] = (
     # models and endpoints
     _o("model", "model", "model for every role (a name, 'auto' or 'local')", "NAME",
-       role=True, role_flags="magic cli"),
+       role=True, role_flags="magic cli", env="SWARMKIT_MODEL"),
     _o("base_url", "url", "OpenAI-compatible endpoint for every role", "URL", role=True,
-       role_flags="cli"),
+       role_flags="cli", env="SWARMKIT_BASE_URL"),
     _o("api_key_env", "names", "environment variable(s) holding the key, comma-separated",
-       "VAR", role=True, role_flags="cli"),
+       "VAR", role=True, role_flags="cli", env="SWARMKIT_API_KEY_ENV"),
     # the swarm's shape and limits
-    _o("workers", "int", "at most this many sub-tasks / workers", "N", field="max_workers"),
-    _o("concurrency", "int", "workers running at once", "N"),
+    _o("workers", "int", "at most this many sub-tasks / workers", "N", field="max_workers",
+       env="SWARMKIT_WORKERS"),
+    _o("concurrency", "int", "workers running at once", "N", env="SWARMKIT_CONCURRENCY"),
     _o("budget", "usd", "hard spending cap in USD for the whole run", "USD",
-       field="budget_usd"),
+       field="budget_usd", env="SWARMKIT_BUDGET"),
     _o("budget_tokens", "int", "hard cap on tokens for the whole run", "N"),
     _o("max_tokens", "int", "max completion tokens per call", "N", role=True),
     _o("temperature", "number", "sampling temperature (0-2)", "T", role=True),
@@ -155,7 +159,8 @@ OPTIONS: tuple[Option, ...] = (
        "FILE", on="magic config cli"),
     _o("cache", "bool", "answer a request identical to an earlier one from the history "
        "(on in a notebook)", on="magic config cli",
-       no_help="ask the model even where an identical request was answered before"),
+       no_help="ask the model even where an identical request was answered before",
+       env="SWARMKIT_CACHE"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -176,7 +181,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("start_jitter", "number", "spread the first wave of calls over this many seconds "
        "(0-0.25)", "S", on="config cli replay"),
     _o("history_path", "path", "the SQLite history file (default .swarmkit/history.db)",
-       "FILE", on="config cli"),
+       "FILE", on="config cli", env="SWARMKIT_HISTORY"),
     _o("history", "bool", "keep the run in the history database", on="config cli"),
     # set by swarmkit itself, or from Python only
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
@@ -236,18 +241,25 @@ def _flags(row: Option, surface: Surface) -> str:
     return ", ".join(f"`{flag}`" for flag in flags)
 
 
+def env_options() -> dict[str, str]:
+    """``SWARMKIT_*`` variable -> the option it sets."""
+    return {row.env: row.name for row in OPTIONS if row.env}
+
+
 def markdown_table() -> str:
-    """The options table in Markdown: option, ``%%swarm`` flag, ``swarmkit run`` flag."""
-    lines = ["| option (`%swarm config`, Python) | `%%swarm` | `swarmkit run` | what it sets |",
-             "|---|---|---|---|"]
+    """The options table in Markdown: option, ``%%swarm`` flag, ``swarmkit run`` flag,
+    environment variable, help."""
+    lines = ["| option (`%swarm config`, Python) | `%%swarm` | `swarmkit run` | environment "
+             "| what it sets |", "|---|---|---|---|---|"]
     for row in OPTIONS:
         if not row.surfaces:
             continue
-        name = f"`{row.name}`" if row.on("config") else "-"
+        name = f"`{row.name}`" + ("" if row.on("config") else " (Python only)")
         if row.role:
             name += " (and `planner_`/`worker_`/`reducer_` per role)"
+        env = f"`{row.env}`" if row.env else "-"
         lines.append(f"| {name} | {_flags(row, 'magic') or '-'} | {_flags(row, 'cli') or '-'} "
-                     f"| {_cell(row.help)} |")
+                     f"| {env} | {_cell(row.help)} |")
     return "\n".join(lines)
 
 

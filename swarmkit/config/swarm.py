@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from ..credentials.urls import redact_url
 from ..errors import ConfigError
-from .options import OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind
+from .options import OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
 from .validation import check_base_url, validate_config
 
 __all__ = [
@@ -67,6 +67,10 @@ class RoleConfig:
     @property
     def is_local(self) -> bool:
         return self.model == LOCAL_MODEL
+
+    def keys_set(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The names in ``api_key_env`` whose variable holds a key in ``env``, in order."""
+        return tuple(name for name in self.api_key_env if env.get(name))
 
 
 def _default_role(max_tokens: int) -> RoleConfig:
@@ -173,17 +177,7 @@ class SwarmConfig:
     ) -> SwarmConfig:
         """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
         on) < ``SWARMKIT_*`` variables."""
-        mapping = {
-            "SWARMKIT_MODEL": "model",
-            "SWARMKIT_BASE_URL": "base_url",
-            "SWARMKIT_API_KEY_ENV": "api_key_env",
-            "SWARMKIT_BUDGET": "budget",
-            "SWARMKIT_CONCURRENCY": "concurrency",
-            "SWARMKIT_WORKERS": "workers",
-            "SWARMKIT_HISTORY": "history_path",
-            "SWARMKIT_CACHE": "cache",
-        }
-        options = {opt: env[var] for var, opt in mapping.items() if env.get(var)}
+        options = {opt: env[var] for var, opt in env_options().items() if env.get(var)}
         return cls().with_options(**{**(defaults or {}), **options})
 
     def with_options(self, **options: Any) -> SwarmConfig:
@@ -248,7 +242,7 @@ class SwarmConfig:
 _ALIASES = {row.name: row.attr for row in OPTIONS
             if not row.role and row.kind != "tools" and row.name != row.attr}
 _TOP_FIELDS = {
-    f.name for f in fields(SwarmConfig) if f.name not in ("planner", "worker", "reducer")
+    f.name for f in fields(SwarmConfig) if f.name not in ROLES
 }
 
 

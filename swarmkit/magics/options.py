@@ -21,7 +21,8 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-from ..config.options import OPTIONS
+from ..config import options as option_table
+from .tools import resolve_tools
 
 __all__ = [
     "FLAGS",
@@ -69,17 +70,11 @@ class Flag:
         return self.option or self.dest
 
 
-def _resolve_tools(value: Any, namespace: Mapping[str, Any]) -> Any:
-    from .tools import resolve_tools  # loads pydantic: only when --tools is used
-
-    return resolve_tools(value, namespace)
-
-
 def _table_flags() -> list[Flag]:
     """The flags of the option table's ``magic`` rows: a ``bool`` row is a ``--no-``
     switch (its default is on in a notebook), the ``tools`` row an engine keyword."""
     flags: list[Flag] = []
-    for row in OPTIONS:
+    for row in option_table.OPTIONS:
         if not row.on("magic"):
             continue
         if row.kind == "bool":
@@ -87,7 +82,7 @@ def _table_flags() -> list[Flag]:
                               option=row.name, switch=True, const=False))
         elif row.kind == "tools":
             flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
-                              metavar=row.metavar, resolve=_resolve_tools))
+                              metavar=row.metavar, resolve=resolve_tools))
         else:
             flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
                       for flag, name, help_text in row.flags("magic")]
