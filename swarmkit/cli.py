@@ -14,10 +14,14 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, TextIO
 
+from .api import create_engine
 from .config import options as option_table
 from .errors import ConfigError, SwarmError
 from .events import BudgetUpdated, Event, PlanReady, RunFinished, WorkerFinished
+from .export.exporter import export_paths, export_run
+from .export.writer import existing
 from .result import Run
+from .tools import Tool
 
 __all__ = ["ProgressLine", "import_tools", "main"]
 
@@ -134,8 +138,6 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
 def import_tools(specs: str) -> list[Any]:
     """``"mod:lookup,mod:search"`` -> the tools those names hold; a ConfigError for a
     spec that is not ``MODULE:NAME``, cannot be imported, or is not a tool."""
-    from .tools import Tool
-
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory's modules
     chosen: list[Any] = []
@@ -158,8 +160,6 @@ def import_tools(specs: str) -> list[Any]:
 
 def _run_in_thread_loop(task: str, options: dict[str, Any], stream: TextIO) -> Run:
     """Run with Ctrl-C turned into a clean cancel that keeps the finished workers."""
-    from .api import create_engine
-
     progress = ProgressLine(stream)
     loop = asyncio.new_event_loop()
     holder: dict[str, Any] = {}
@@ -210,9 +210,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .export.exporter import export_paths, export_run
-    from .export.writer import existing
-
     if not args.force and (taken := existing(export_paths(args.out))):
         sys.stderr.write(f"swarmkit: not running the demo: {taken}; pass --force to "
                          "replace it, or --out OTHER.ipynb\n")

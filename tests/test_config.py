@@ -131,7 +131,7 @@ def test_a_row_put_on_every_surface_appears_on_every_surface(
     check_config_key("call_timeout", "%swarm config")  # accepted
     args = cli._parser().parse_args(["run", "task", "--call-timeout", "7"])
     assert cli._run_options(args) == {"call_timeout": "7"}
-    assert "| `call_timeout` | `--call-timeout` | `--call-timeout` | one call's time limit |" \
+    assert "| `call_timeout` | `--call-timeout` | `--call-timeout` | - | one call's time limit |" \
         in option_table.markdown_table()
 
 

@@ -32,6 +32,7 @@ from ..config.options import OPTIONS, ROLE_FIELDS, UNSET_VALUES
 from ..config.swarm import ROLES, SwarmConfig
 from ..display.tables import format_cost, format_tokens
 from ..errors import ExportError
+from ..template import interpolation_changes
 
 if TYPE_CHECKING:
     from ..runrecord import RunRecord
@@ -152,20 +153,9 @@ def swarm_line(
             words += [flags[name], shlex.quote(value)]
         else:
             rest[name] = value
-    if _interpolation_changes(task):
+    if interpolation_changes(task):
         words.append("--no-interpolate")  # the task is already interpolated
     return "%%swarm " + " ".join(words), rest
-
-
-def _interpolation_changes(task: str) -> bool:
-    from IPython.core.error import UsageError
-
-    from ..template import interpolate
-
-    try:
-        return interpolate(task, {}) != task
-    except UsageError:  # a {name} that the replaying notebook would look up
-        return True
 
 
 def _config_source(session: Mapping[str, str], wanted: Mapping[str, str]) -> str | None:

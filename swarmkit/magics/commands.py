@@ -2,8 +2,9 @@
 
 A subcommand is one row in :data:`COMMANDS`: its usage, one line of help, and
 ``"module:function"``, imported on first use so ``%load_ext`` stays fast. The function
-is called as ``function(magics, argv)`` with the words after the subcommand's name and
-returns what the cell shows (or None). Raise ``UsageError`` for bad input.
+is called as ``function(session, argv)`` (a ``session.Session``: the ``SwarmMagics``)
+with the words after the subcommand's name and returns what the cell shows (or None).
+Raise ``UsageError`` for bad input.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
@@ -25,11 +26,14 @@ from ..config.options import (
     option_named,
     public_name,
 )
-from .display import SmallTable
-
-if TYPE_CHECKING:
-    from ..config.swarm import SwarmConfig
-    from .core import SwarmMagics
+from ..config.swarm import ROLES, SwarmConfig
+from ..credentials.urls import redact_url
+from ..errors import ConfigError
+from ..pricing import PriceTable
+from .bridge import summary_line
+from .display import SmallTable, publish, run_bundle
+from .options import NOTEBOOK_DEFAULTS
+from .session import Session
 
 __all__ = [
     "COMMANDS",
@@ -53,7 +57,7 @@ class Command:
     help: str
     target: str  # "package.module:function"
 
-    def load(self) -> Callable[[SwarmMagics, list[str]], Any]:
+    def load(self) -> Callable[[Session, list[str]], Any]:
         module, _, name = self.target.partition(":")
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
@@ -125,8 +129,6 @@ def check_config_key(key: str, where: str) -> None:
 
 
 def _show(value: Any) -> str:
-    from ..credentials.urls import redact_url
-
     if isinstance(value, str) and "://" in value:
         return redact_url(value)  # a base URL's userinfo is a credential
     if isinstance(value, tuple):
@@ -135,8 +137,6 @@ def _show(value: Any) -> str:
 
 
 def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
-    from ..config.swarm import ROLES
-
     rows: list[tuple[str, str, str]] = []
 
     def add(key: str, value: Any) -> None:
@@ -156,7 +156,7 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
                       "set with %swarm config key=value; key= unsets; flags override per cell")
 
 
-def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
+def config_command(magics: Session, argv: list[str]) -> SmallTable:
     options = dict(magics.session_options)
     if argv == ["reset"]:
         options = {"prices": options["prices"]} if "prices" in options else {}
@@ -174,12 +174,8 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
     return _set_session(magics, options, "%swarm config")
 
 
-def _set_session(magics: SwarmMagics, options: dict[str, Any], where: str) -> SmallTable:
+def _set_session(magics: Session, options: dict[str, Any], where: str) -> SmallTable:
     """Validate ``options`` as the session's defaults, keep them, and show the table."""
-    from ..config.swarm import SwarmConfig
-    from ..errors import ConfigError
-    from .options import NOTEBOOK_DEFAULTS
-
     try:
         config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
     except ConfigError as exc:
@@ -215,10 +211,7 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
 # -- prices ------------------------------------------------------------------------------
 
 
-def prices_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
-    from ..errors import ConfigError
-    from ..pricing import PriceTable
-
+def prices_command(magics: Session, argv: list[str]) -> SmallTable:
     session = [tuple(row) for row in magics.session_options.get("prices", ())]
     if len(argv) in (3, 4):
         row = tuple(argv)
@@ -238,8 +231,6 @@ def prices_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
 
 
 def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False) -> SmallTable:
-    from ..pricing import PriceTable
-
     overridden = {row[0].lower() for row in session}
     rows = []
     for model, price in PriceTable.with_overrides(session).rows():
@@ -256,9 +247,7 @@ def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False)
 # -- last, cancel, stop ------------------------------------------------------------------------
 
 
-def last_command(magics: SwarmMagics, argv: list[str]) -> None:
-    from .display import publish, run_bundle
-
+def last_command(magics: Session, argv: list[str]) -> None:
     if argv:
         raise UsageError("%swarm last: takes no arguments")
     if magics.last_run is None:
@@ -266,25 +255,23 @@ def last_command(magics: SwarmMagics, argv: list[str]) -> None:
     publish(run_bundle(magics.last_run))
 
 
-def cancel_command(magics: SwarmMagics, argv: list[str]) -> None:
+def cancel_command(magics: Session, argv: list[str]) -> None:
     if argv:
         raise UsageError("%swarm cancel: takes no arguments")
     _stop_background(magics, merge=False)
 
 
-def stop_command(magics: SwarmMagics, argv: list[str]) -> None:
+def stop_command(magics: Session, argv: list[str]) -> None:
     if argv not in ([], ["--merge"]):
         raise UsageError("%swarm stop: takes only --merge (reduce the workers that finished)")
     _stop_background(magics, merge=bool(argv))
 
 
-def _stop_background(magics: SwarmMagics, *, merge: bool) -> None:
+def _stop_background(magics: Session, *, merge: bool) -> None:
     """Cancel (or stop and merge) every running background swarm and report each one.
 
     A merge waits for the reducer's call; an interrupt during that wait leaves it
     merging in the background (its tables still replace its dashboard)."""
-    from .bridge import summary_line
-
     running = [(h, names) for h, names in magics.background.items() if not h.done()]
     if not running:
         print("no background swarm is running")
