@@ -86,6 +86,8 @@ def test_every_config_field_has_exactly_one_row() -> None:
     assert [row.attr for row in OPTIONS if row.role] == [f.name for f in fields(RoleConfig)]
     names = [name for row in OPTIONS for name in row.names()]
     assert len(names) == len(set(names))
+    # An exported notebook sets what its replay line cannot with %swarm config.
+    assert all(row.on("config") for row in OPTIONS if row.on("replay"))
 
 
 def test_every_config_key_is_an_option_of_swarm_config() -> None:
