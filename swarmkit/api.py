@@ -48,7 +48,7 @@ class LiveCaller:
 
 
 def _has_key(role: RoleConfig, env: Mapping[str, str]) -> bool:
-    return any(env.get(name) for name in role.api_key_env)
+    return bool(role.keys_set(env))
 
 
 def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:

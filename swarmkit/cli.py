@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import os
 import signal
 import sys
 import threading
@@ -12,11 +14,16 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, TextIO
 
+from .api import create_engine
+from .config import options as option_table
 from .errors import ConfigError, SwarmError
 from .events import BudgetUpdated, Event, PlanReady, RunFinished, WorkerFinished
+from .export.exporter import export_paths, export_run
+from .export.writer import existing
 from .result import Run
+from .tools import Tool
 
-__all__ = ["ProgressLine", "main"]
+__all__ = ["ProgressLine", "import_tools", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 DEMO_TASK = "Give three practical tips for writing clear technical documentation."
@@ -74,19 +81,37 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+RUN_EPILOG = """\
+Every option is one of swarmkit.run's (and %swarm config's) options, checked the same
+way: a bad value is one line on stderr and exit status 2. The model, endpoint and key
+variable also have per-role flags (--planner-model, --worker-base-url, ...).
+--tools takes MODULE:NAME specs, comma-separated: NAME is a @swarmkit.tool function (or
+a list of them) in MODULE, imported from the current directory or the installed
+packages (e.g. --tools mytools:lookup,mytools:search).
+exit status: 0 an answer, 1 the run failed, 2 a bad option or value, 130 interrupted."""
+TOOLS_HELP = "tools for the workers: MODULE:NAME of @swarmkit.tool functions, comma-separated"
+
+
 def _parser() -> argparse.ArgumentParser:
     # Values stay text here: SwarmConfig coerces and validates them, so a bad one is a
     # ConfigError naming the option (one line, exit 2) like in Python and the magic.
     parser = _Parser(prog="swarmkit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a planner → workers → reducer swarm")
+    run = sub.add_parser("run", help="run a planner → workers → reducer swarm",
+                         epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("task", help="the task, or - to read it from stdin")
-    run.add_argument("--model", help="model for every role (default: auto)")
-    for role in ("planner", "worker", "reducer"):
-        run.add_argument(f"--{role}-model", help=f"model for the {role}")
-        run.add_argument(f"--{role}-base-url", help=f"endpoint of the {role}")
-    for flag, help_text in _RUN_OPTIONS:
-        run.add_argument(flag, help=help_text)
+    for row in option_table.OPTIONS:
+        if not row.on("cli"):
+            continue
+        if row.kind == "bool":
+            run.add_argument(row.flag_name, dest=row.name, default=None,
+                             action=argparse.BooleanOptionalAction, help=_escape(row.help))
+        elif row.kind == "tools":
+            run.add_argument(row.flag_name, dest=row.name, metavar="MODULE:NAME,...",
+                             help=TOOLS_HELP)
+        else:
+            for flag, name, help_text in row.flags("cli"):
+                run.add_argument(flag, dest=name, metavar=row.metavar, help=_escape(help_text))
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
     demo = sub.add_parser("demo", help="a full swarm on the embedded local model, no key")
     demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
@@ -96,27 +121,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Flags of `swarmkit run` that are SwarmConfig options of the same name.
-_RUN_OPTIONS = (
-    ("--workers", "most sub-tasks the planner may create"),
-    ("--concurrency", "workers running at once"),
-    ("--budget", "hard USD cap for the whole run"),
-    ("--max-tokens", "max output tokens per call"),
-    ("--temperature", "sampling temperature (0-2)"),
-    ("--seed", "sampling seed"),
-    ("--base-url", "any OpenAI-compatible endpoint"),
-    ("--api-key-env", "name(s) of the env var(s) holding the key, comma-separated"),
-    ("--rpm", "requests per minute allowed per key"),
-    ("--tpm", "tokens per minute allowed per key"),
-    ("--call-timeout", "seconds one model call may take"),
-    ("--run-timeout", "cancel the run after this many seconds"),
-)
+def _escape(help_text: str) -> str:
+    return help_text.replace("%", "%%")  # argparse %-formats help
+
+
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options the command line set, by public name; ``tools`` imported."""
+    names = [name for row in option_table.OPTIONS if row.on("cli")
+             for name in (row.names() if "cli" in row.role_flags else (row.name,))]
+    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if "tools" in options:
+        options["tools"] = import_tools(options["tools"])
+    return options
+
+
+def import_tools(specs: str) -> list[Any]:
+    """``"mod:lookup,mod:search"`` -> the tools those names hold; a ConfigError for a
+    spec that is not ``MODULE:NAME``, cannot be imported, or is not a tool."""
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory's modules
+    chosen: list[Any] = []
+    for spec in [part.strip() for part in specs.split(",") if part.strip()] or [""]:
+        module_name, colon, name = spec.partition(":")
+        if not colon or not module_name or not name:
+            raise ConfigError(f"--tools takes MODULE:NAME, got {spec!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"--tools {spec}: {exc}") from None
+        found = list(found) if isinstance(found, list | tuple) else [found]
+        for tool in found:
+            if not isinstance(tool, Tool):
+                raise ConfigError(f"--tools {spec}: is a {type(tool).__name__}, not a tool; "
+                                  "decorate the function with @swarmkit.tool")
+        chosen += found
+    return chosen
 
 
 def _run_in_thread_loop(task: str, options: dict[str, Any], stream: TextIO) -> Run:
     """Run with Ctrl-C turned into a clean cancel that keeps the finished workers."""
-    from .api import create_engine
-
     progress = ProgressLine(stream)
     loop = asyncio.new_event_loop()
     holder: dict[str, Any] = {}
@@ -157,10 +200,7 @@ def _exit_code(run: Run) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     task = sys.stdin.read() if args.task == "-" else args.task
-    names = ["model", *(f"{role}_{field}" for role in ("planner", "worker", "reducer")
-                        for field in ("model", "base_url"))]
-    names += [flag[2:].replace("-", "_") for flag, _ in _RUN_OPTIONS]
-    options = {name: getattr(args, name) for name in names}
+    options = _run_options(args)
     run = _run_in_thread_loop(task, options, sys.stderr)
     if args.json:
         sys.stdout.write(run.to_json() + "\n")
@@ -170,9 +210,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .export.exporter import export_paths, export_run
-    from .export.writer import existing
-
     if not args.force and (taken := existing(export_paths(args.out))):
         sys.stderr.write(f"swarmkit: not running the demo: {taken}; pass --force to "
                          "replace it, or --out OTHER.ipynb\n")

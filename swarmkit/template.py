@@ -12,11 +12,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from IPython.core.error import UsageError
-
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "interpolation_changes"]
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# What interpolation always rewrites: ``{{`` (to ``{``) and a ``{name}`` placeholder. A
+# ``}}`` is rewritten only when it closes a ``{{``, so it never changes a text alone.
+_CHANGED = re.compile(r"\{\{|\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def interpolation_changes(text: str) -> bool:
+    """Whether :func:`interpolate` would change ``text`` (or refuse it) in any namespace."""
+    return _CHANGED.search(text) is not None
 
 
 def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
@@ -39,6 +45,8 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
         else:
             name = match.group(1)
             if name not in namespace:
+                from IPython.core.error import UsageError  # the magic's error type
+
                 raise UsageError(
                     f"%%swarm: {{{name}}} names no variable in the notebook; define {name}, "
                     f"write {{{{{name}}}}} for literal braces, or pass --no-interpolate"

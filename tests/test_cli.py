@@ -13,11 +13,14 @@ from swarmkit.testing import FakeServer, Fault, FaultRule
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def swarmkit_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def swarmkit_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CLI_TEST_KEY="sk-cli-test", PYTHONPATH=str(ROOT))
     return subprocess.run(
         [sys.executable, "-m", "swarmkit", *args],
         capture_output=True, text=True, timeout=120, env=env, input=stdin, check=False,
+        cwd=cwd,
     )
 
 
@@ -60,3 +63,60 @@ def test_bad_option_is_a_one_line_usage_error() -> None:
     assert done.stderr.strip().splitlines() == [
         "swarmkit: ConfigError: budget must be a USD amount like 0.50, got 'lots'"
     ]
+
+
+def test_system_prompt_and_record_then_replay_offline(tmp_path: Path) -> None:
+    cassette = tmp_path / "calls.json"
+    options = ["--system", "Answer like a ship's captain.", "--workers", "2"]
+    with FakeServer(plan_tasks=2) as server:
+        done = swarmkit_cli("run", "Name two harbours", *common(server), *options,
+                            "--record", str(cassette), "--json")
+        base_url = server.base_url
+    assert done.returncode == 0, done.stderr
+    recorded = cassette.read_text(encoding="utf-8")
+    assert "Answer like a ship's captain." in recorded and "sk-cli-test" not in recorded
+    first = json.loads(done.stdout)
+    # The server is gone: the replay answers from the cassette alone.
+    again = swarmkit_cli("run", "Name two harbours", "--model", "gpt-4.1-mini", "--base-url",
+                         base_url, "--api-key-env", "CLI_TEST_KEY", *options,
+                         "--replay", str(cassette), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["answer"] == first["answer"]
+
+
+def test_run_help_lists_the_magics_options() -> None:
+    from swarmkit.config.options import OPTIONS
+
+    done = swarmkit_cli("run", "--help")
+    assert done.returncode == 0
+    for row in OPTIONS:
+        if row.on("cli"):
+            assert row.flag_name in done.stdout, row.name
+    for flag in ("--system", "--reducer-prompt", "--planner-prompt", "--record", "--replay",
+                 "--no-cache", "--no-history", "--budget-tokens", "--rpm", "--tools",
+                 "--max-tool-hops", "--planner-api-key-env", "--worker-base-url",
+                 "MODULE:NAME"):
+        assert flag in done.stdout, flag
+
+
+def test_tools_are_imported_by_module_and_name(tmp_path: Path) -> None:
+    (tmp_path / "cli_tools.py").write_text(
+        "import swarmkit\n\n\n@swarmkit.tool\ndef lookup(word: str) -> str:\n"
+        '    """Look a word up."""\n    return word.upper()\n\n\nTOOLS = [lookup]\n'
+        "NOT_A_TOOL = 3\n",
+        encoding="utf-8",
+    )
+    with FakeServer(plan_tasks=2) as server:
+        done = swarmkit_cli("run", "task", *common(server), "--tools", "cli_tools:TOOLS",
+                            "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for spec, says in [("cli_tools", "--tools takes MODULE:NAME, got 'cli_tools'"),
+                       ("cli_tools:nothing", "--tools cli_tools:nothing: module 'cli_tools' "
+                        "has no attribute 'nothing'"),
+                       ("cli_tools:NOT_A_TOOL", "--tools cli_tools:NOT_A_TOOL: is a int, "
+                        "not a tool")]:
+        bad = swarmkit_cli("run", "task", "--model", "gpt-4.1-mini", "--tools", spec,
+                           cwd=tmp_path)
+        assert bad.returncode == 2, bad.stderr
+        lines = bad.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"swarmkit: ConfigError: {says}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,87 @@ def test_summary_round_trips_and_holds_only_key_names() -> None:
     summary = config.summary()
     assert summary["worker"]["api_key_env"] == ["MY_KEY"]
     assert SwarmConfig.from_summary(summary) == config
+
+
+# -- the option table ----------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+FIX_README = ('python -c "from pathlib import Path; from swarmkit.config.options import '
+              "replace_readme_table as r; p = Path('README.md'); "
+              'p.write_text(r(p.read_text()))"')
+
+
+def test_every_config_field_has_exactly_one_row() -> None:
+    from dataclasses import fields
+
+    from swarmkit.config import RoleConfig
+    from swarmkit.config.options import OPTIONS
+
+    top = [f.name for f in fields(SwarmConfig) if f.name not in ("planner", "worker", "reducer")]
+    rows = [row.attr for row in OPTIONS if not row.role and row.kind != "tools"]
+    assert sorted(rows) == sorted(top)
+    assert [row.attr for row in OPTIONS if row.role] == [f.name for f in fields(RoleConfig)]
+    names = [name for row in OPTIONS for name in row.names()]
+    assert len(names) == len(set(names))
+    # An exported notebook sets what its replay line cannot with %swarm config.
+    assert all(row.on("config") for row in OPTIONS if row.on("replay"))
+
+
+def test_every_config_key_is_an_option_of_swarm_config() -> None:
+    from swarmkit.config.options import config_keys
+
+    for key in config_keys():
+        try:
+            SwarmConfig().with_options(**{key: object()})
+        except ConfigError as error:
+            assert "unknown option" not in str(error), key
+
+
+def test_readme_options_table_is_the_generated_one() -> None:
+    from swarmkit.config.options import replace_readme_table
+
+    text = README.read_text(encoding="utf-8")
+    assert replace_readme_table(text) == text, (
+        f"README.md's options table differs from swarmkit/config/options.py; run {FIX_README}"
+    )
+
+
+def test_a_row_put_on_every_surface_appears_on_every_surface(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding an option is one row: the magic, %swarm config, the CLI and the docs follow."""
+    from dataclasses import replace
+
+    from swarmkit import cli
+    from swarmkit.config import options as option_table
+    from swarmkit.magics import options as magic_options
+    from swarmkit.magics.commands import check_config_key
+
+    row = next(r for r in option_table.OPTIONS if r.name == "call_timeout")
+    assert not row.on("magic")
+    widened = replace(row, surfaces=option_table.SURFACES, help="one call's time limit")
+    monkeypatch.setattr(option_table, "OPTIONS",
+                        tuple(widened if r is row else r for r in option_table.OPTIONS))
+
+    flags = magic_options._table_flags()
+    parsed = magic_options.build_parser(flags).parse_args(["--call-timeout", "5"])
+    assert parsed.call_timeout == "5"
+    assert "one call's time limit" in magic_options.build_parser(flags).format_help()
+    check_config_key("call_timeout", "%swarm config")  # accepted
+    args = cli._parser().parse_args(["run", "task", "--call-timeout", "7"])
+    assert cli._run_options(args) == {"call_timeout": "7"}
+    assert "| `call_timeout` | `--call-timeout` | `--call-timeout` | - | one call's time limit |" \
+        in option_table.markdown_table()
+
+
+def test_a_row_off_the_config_surface_is_refused_by_percent_swarm_config() -> None:
+    from IPython.core.error import UsageError
+
+    from swarmkit.magics.commands import check_config_key
+
+    for key, says in [("refresh", "unknown option 'refresh'"),
+                      ("max_workers", "unknown option 'max_workers' (did you mean workers?)"),
+                      ("wrokers", "(did you mean workers?)"),
+                      ("prices", "%swarm prices")]:
+        with pytest.raises(UsageError, match=re.escape(says)):
+            check_config_key(key, "%swarm config")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from ..credentials.urls import redact_url
 from ..errors import ConfigError
+from .options import OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
 from .validation import check_base_url, validate_config
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 Role = Literal["planner", "worker", "reducer"]
-ROLES: tuple[Role, ...] = ("planner", "worker", "reducer")
+ROLES: tuple[Role, ...] = ROLE_NAMES  # type: ignore[assignment]
 
 LOCAL_MODEL = "local"
 # "auto" picks DEFAULT_MODEL when a key or base URL is configured, else the local model.
@@ -66,6 +67,10 @@ class RoleConfig:
     @property
     def is_local(self) -> bool:
         return self.model == LOCAL_MODEL
+
+    def keys_set(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The names in ``api_key_env`` whose variable holds a key in ``env``, in order."""
+        return tuple(name for name in self.api_key_env if env.get(name))
 
 
 def _default_role(max_tokens: int) -> RoleConfig:
@@ -172,17 +177,7 @@ class SwarmConfig:
     ) -> SwarmConfig:
         """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
         on) < ``SWARMKIT_*`` variables."""
-        mapping = {
-            "SWARMKIT_MODEL": "model",
-            "SWARMKIT_BASE_URL": "base_url",
-            "SWARMKIT_API_KEY_ENV": "api_key_env",
-            "SWARMKIT_BUDGET": "budget",
-            "SWARMKIT_CONCURRENCY": "concurrency",
-            "SWARMKIT_WORKERS": "workers",
-            "SWARMKIT_HISTORY": "history_path",
-            "SWARMKIT_CACHE": "cache",
-        }
-        options = {opt: env[var] for var, opt in mapping.items() if env.get(var)}
+        options = {opt: env[var] for var, opt in env_options().items() if env.get(var)}
         return cls().with_options(**{**(defaults or {}), **options})
 
     def with_options(self, **options: Any) -> SwarmConfig:
@@ -192,9 +187,9 @@ class SwarmConfig:
         top: dict[str, Any] = {}
         shared_role: dict[str, Any] = {}
         for name, value in options.items():
-            if name in _ROLE_SHARED:
-                shared_role[_ROLE_SHARED[name]] = _coerce_role_value(name, value)
-            elif name.split("_", 1)[0] in ROLES and name.split("_", 1)[1] in _ROLE_FIELDS:
+            if name in ROLE_FIELDS:
+                shared_role[name] = _coerce_role_value(name, value)
+            elif name.split("_", 1)[0] in ROLES and name.split("_", 1)[1] in ROLE_FIELDS:
                 continue  # per-role options are applied after the shared ones
             elif name in _ALIASES:
                 top[_ALIASES[name]] = _coerce_top(_ALIASES[name], value, name)
@@ -207,7 +202,7 @@ class SwarmConfig:
                 roles[role] = replace(roles[role], **shared_role)
             per_role = {
                 key: _coerce_role_value(key, options[f"{role}_{key}"], f"{role}_{key}")
-                for key in _ROLE_FIELDS
+                for key in ROLE_FIELDS
                 if f"{role}_{key}" in options
             }
             if per_role:
@@ -243,19 +238,11 @@ class SwarmConfig:
         return Path(self.history_path or os.path.join(".swarmkit", "history.db"))
 
 
-_ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
-# Shared option name -> RoleConfig field, applied to all three roles.
-_ROLE_SHARED = {
-    "model": "model",
-    "base_url": "base_url",
-    "api_key_env": "api_key_env",
-    "max_tokens": "max_tokens",
-    "temperature": "temperature",
-    "seed": "seed",
-}
-_ALIASES = {"workers": "max_workers", "budget": "budget_usd"}
+# Public option name -> field, from the option table; a field's own name works too.
+_ALIASES = {row.name: row.attr for row in OPTIONS
+            if not row.role and row.kind != "tools" and row.name != row.attr}
 _TOP_FIELDS = {
-    f.name for f in fields(SwarmConfig) if f.name not in ("planner", "worker", "reducer")
+    f.name for f in fields(SwarmConfig) if f.name not in ROLES
 }
 
 
@@ -311,15 +298,13 @@ def _number(name: str, value: Any) -> float:
         raise ConfigError(f"{name} must be a number, got {value!r}") from None
 
 
-_INT_FIELDS = {
-    "max_workers", "concurrency", "budget_tokens", "max_attempts", "max_tool_hops",
-    "tool_concurrency", "max_tool_errors", "max_tool_result_chars", "max_tool_calls_per_turn",
-}
-_FLOAT_FIELDS = {
-    "call_timeout", "run_timeout", "backoff_base", "backoff_max", "tool_timeout", "rpm",
-    "tpm", "start_jitter", "rate_window",
-}
-_BOOL_FIELDS = {"stream_reducer", "adaptive_concurrency", "cache", "history"}
+def _fields_of(kind: Kind) -> frozenset[str]:
+    return frozenset(row.attr for row in OPTIONS if row.kind == kind and not row.role)
+
+
+_INT_FIELDS = _fields_of("int")
+_FLOAT_FIELDS = _fields_of("number")
+_BOOL_FIELDS = _fields_of("bool")
 
 
 def _coerce_top(name: str, value: Any, option: str = "") -> Any:

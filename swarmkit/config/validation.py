@@ -13,17 +13,34 @@ import ipaddress
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from .options import ROLE_NAMES
 
-if TYPE_CHECKING:
-    from .swarm import SwarmConfig
+__all__ = ["Checked", "check_base_url", "check_number", "validate_config"]
 
-__all__ = ["check_base_url", "check_number", "validate_config"]
 
-ROLE_NAMES = ("planner", "worker", "reducer")
+class _CheckedRole(Protocol):
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def max_tokens(self) -> int: ...
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def seed(self) -> int | None: ...
+
+
+class Checked(Protocol):
+    """What :func:`validate_config` reads: a ``SwarmConfig`` (a Protocol, so this module
+    needs no import of ``swarm``, which imports it)."""
+
+    @property
+    def budget_usd(self) -> Decimal | None: ...
+    def role(self, role: Any) -> _CheckedRole: ...
+
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
 # Characters that can never be part of a host name (a typo, or text pasted with the URL).
 _BAD_HOST_CHARS = frozenset(' \t\r\n<>"{}|\\^`')
@@ -83,7 +100,7 @@ def check_number(
         raise ConfigError(f"{name} must be {say}, got {value!r}{hint}")
 
 
-def validate_config(config: SwarmConfig) -> None:
+def validate_config(config: Checked) -> None:
     """Raise a one-line ConfigError for the first option of ``config`` that is wrong."""
     for rule in _RANGES:
         check_number(rule.name or rule.attr, getattr(config, rule.attr), rule.say, rule.low,

@@ -2,9 +2,10 @@
 
 A replay matches requests by their content, so the cell must rebuild the very requests
 the run sent: the same models, prompts, token limits and sampling. Those options are
-read back from the run's config. Each one the ``%%swarm`` line has a flag for goes on
-that line (the table in ``swarmkit.magics.options``, so new flags are used as they
-come); the rest go to a ``%swarm config`` cell before it. Models and the worker count
+read back from the run's config: the option table's rows on the ``replay`` surface
+(``swarmkit.config.options``). Each one with a ``%%swarm`` flag goes on that line, in
+the table's order (new flags are used as they come); the rest go to a ``%swarm config``
+cell before it. Models and the worker count
 are always written out, so a reader sees them and ``SWARMKIT_*`` variables on the
 replaying machine cannot change them.
 
@@ -27,19 +28,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..config.options import OPTIONS, ROLE_FIELDS, UNSET_VALUES
 from ..config.swarm import ROLES, SwarmConfig
 from ..display.tables import format_cost, format_tokens
 from ..errors import ExportError
+from ..template import interpolation_changes
 
 if TYPE_CHECKING:
     from ..runrecord import RunRecord
 
 __all__ = ["header_markdown", "line_safe", "replay_options", "swarm_cells", "swarm_line"]
 
-_ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
-# Not options of the requests: how this run was stored, served or priced.
-_NOT_REPLAYED = {"cache", "record", "replay", "history_path", "history", "refresh", "prices"}
-_PUBLIC_NAMES = {"max_workers": "workers", "budget_usd": "budget"}
+# Public option names, by the SwarmConfig field they set, of the options that shape the
+# requests (not how the run was stored, served or priced).
+_REPLAYED = {row.attr: row.name for row in OPTIONS if row.on("replay") and not row.role}
 _ALWAYS = {"model", "max_workers"}
 _LOOPBACK = ("localhost", "::1")
 
@@ -79,7 +81,7 @@ def replay_options(config: Mapping[str, Any]) -> dict[str, str]:
     """Public option names and values that rebuild the run's requests."""
     defaults = SwarmConfig().summary()
     options: dict[str, str] = {}
-    for field in _ROLE_FIELDS:
+    for field in ROLE_FIELDS:
         values = {}
         for role in ROLES:
             data = config.get(role) or {}
@@ -87,11 +89,11 @@ def replay_options(config: Mapping[str, Any]) -> dict[str, str]:
             values[role] = None if field == "base_url" and _is_ephemeral(value, data) else value
         options.update(_role_options(field, values, {r: defaults[r][field] for r in ROLES}))
     for name, default in defaults.items():
-        if name in ROLES or name in _NOT_REPLAYED:
+        if name not in _REPLAYED:
             continue
         value = config.get(name, default)
         if value is not None and (name in _ALWAYS or not _same(value, default)):
-            options[_PUBLIC_NAMES.get(name, name)] = _text(value)
+            options[_REPLAYED[name]] = _text(value)
     return options
 
 
@@ -120,9 +122,9 @@ def _position(order: list[str], name: str) -> int:
 
 
 def _flag_names() -> dict[str, str]:
-    from ..magics.options import FLAGS
-
-    return {flag.key: flag.name for flag in FLAGS if flag.target == "config" and not flag.switch}
+    """Option name -> ``%%swarm`` flag, for the replayed options that take a value."""
+    return {name: flag for row in OPTIONS if row.on("replay") and row.kind != "bool"
+            for flag, name, _ in row.flags("magic")}
 
 
 def swarm_line(
@@ -137,7 +139,7 @@ def swarm_line(
     # A value starting with "-" would read as a flag to the line's parser.
     on_line = {name for name, value in options.items()
                if name in flags and line_safe(value) and not value.startswith("-")}
-    for field in _ROLE_FIELDS:
+    for field in ROLE_FIELDS:
         # A flag outranks %swarm config, so a shared flag would undo a per-role override
         # set there: such a field goes to the config cell whole.
         if any(f"{role}_{field}" in options and f"{role}_{field}" not in on_line
@@ -151,20 +153,9 @@ def swarm_line(
             words += [flags[name], shlex.quote(value)]
         else:
             rest[name] = value
-    if _interpolation_changes(task):
+    if interpolation_changes(task):
         words.append("--no-interpolate")  # the task is already interpolated
     return "%%swarm " + " ".join(words), rest
-
-
-def _interpolation_changes(task: str) -> bool:
-    from IPython.core.error import UsageError
-
-    from ..template import interpolate
-
-    try:
-        return interpolate(task, {}) != task
-    except UsageError:  # a {name} that the replaying notebook would look up
-        return True
 
 
 def _config_source(session: Mapping[str, str], wanted: Mapping[str, str]) -> str | None:
@@ -177,8 +168,6 @@ def _config_source(session: Mapping[str, str], wanted: Mapping[str, str]) -> str
         return None
     if not wanted:
         return "options = %swarm config reset"
-    from ..magics.commands import UNSET_VALUES
-
     # On a %swarm config line, "none" or "default" would unset the option, not set it.
     if not all(line_safe(v) and v.strip().lower() not in UNSET_VALUES for v in wanted.values()):
         return _python_config_source(bool(session), wanted)

@@ -2,32 +2,45 @@
 
 A subcommand is one row in :data:`COMMANDS`: its usage, one line of help, and
 ``"module:function"``, imported on first use so ``%load_ext`` stays fast. The function
-is called as ``function(magics, argv)`` with the words after the subcommand's name and
-returns what the cell shows (or None). Raise ``UsageError`` for bad input.
+is called as ``function(session, argv)`` (a ``session.Session``: the ``SwarmMagics``)
+with the words after the subcommand's name and returns what the cell shows (or None).
+Raise ``UsageError`` for bad input.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-from .display import SmallTable
-
-if TYPE_CHECKING:
-    from ..config.swarm import SwarmConfig
-    from .core import SwarmMagics
+from ..config.options import (
+    ROLE_FIELDS,
+    UNSET_VALUES,
+    config_keys,
+    option_named,
+    public_name,
+)
+from ..config.swarm import ROLES, SwarmConfig
+from ..credentials.urls import redact_url
+from ..errors import ConfigError
+from ..pricing import PriceTable
+from .bridge import summary_line
+from .display import SmallTable, publish, run_bundle
+from .options import NOTEBOOK_DEFAULTS
+from .session import Session
 
 __all__ = [
     "COMMANDS",
     "UNSET_VALUES",
     "Command",
     "cancel_command",
+    "check_config_key",
     "commands_help",
     "config_command",
     "last_command",
@@ -44,7 +57,7 @@ class Command:
     help: str
     target: str  # "package.module:function"
 
-    def load(self) -> Callable[[SwarmMagics, list[str]], Any]:
+    def load(self) -> Callable[[Session, list[str]], Any]:
         module, _, name = self.target.partition(":")
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
@@ -97,20 +110,25 @@ def split_args(line: str, where: str) -> list[str]:
 
 # -- config ------------------------------------------------------------------------------
 
-_ROLE_FIELDS = ("model", "base_url", "api_key_env", "max_tokens", "temperature", "seed")
-_TOP_KEYS = (
-    ("workers", "max_workers"), ("concurrency", "concurrency"), ("budget", "budget_usd"),
-    ("budget_tokens", "budget_tokens"), ("rpm", "rpm"), ("tpm", "tpm"),
-    ("call_timeout", "call_timeout"), ("run_timeout", "run_timeout"), ("cache", "cache"),
-    ("record", "record"), ("replay", "replay"), ("history_path", "history_path"),
-)
-# ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
-UNSET_VALUES = ("", "none", "default")
+# The keys the config table shows besides the role fields (every key can be set).
+_SHOWN = ("workers", "concurrency", "budget", "budget_tokens", "rpm", "tpm", "call_timeout",
+          "run_timeout", "cache", "record", "replay", "history_path")
+
+
+def check_config_key(key: str, where: str) -> None:
+    """A UsageError unless ``key`` is one of the option table's ``%swarm config`` keys."""
+    if key == "prices":
+        raise UsageError(f"{where}: set prices with %swarm prices MODEL IN OUT")
+    keys = config_keys()
+    if key in keys:
+        return
+    named = public_name(key)
+    close = [named] if named != key else difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"{where}: unknown option {key!r}{hint}; %swarm config lists the keys")
 
 
 def _show(value: Any) -> str:
-    from ..credentials.urls import redact_url
-
     if isinstance(value, str) and "://" in value:
         return redact_url(value)  # a base URL's userinfo is a credential
     if isinstance(value, tuple):
@@ -119,27 +137,26 @@ def _show(value: Any) -> str:
 
 
 def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
-    from ..config.swarm import ROLES
-
     rows: list[tuple[str, str, str]] = []
 
     def add(key: str, value: Any) -> None:
         rows.append((key, _show(value), "session" if key in session else ""))
 
-    for name in _ROLE_FIELDS:
+    for name in ROLE_FIELDS:
         values = [getattr(config.role(role), name) for role in ROLES]
         if all(v == values[0] for v in values):
             add(name, values[0])
         else:
             for role, value in zip(ROLES, values, strict=True):
                 add(f"{role}_{name}", value)
-    for key, attr in _TOP_KEYS:
-        add(key, getattr(config, attr))
+    for key in _SHOWN:
+        row = option_named(key)
+        add(key, getattr(config, row.attr if row is not None else key))
     return SmallTable("swarm config for this session", ("key", "value", "set by"), rows,
                       "set with %swarm config key=value; key= unsets; flags override per cell")
 
 
-def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
+def config_command(magics: Session, argv: list[str]) -> SmallTable:
     options = dict(magics.session_options)
     if argv == ["reset"]:
         options = {"prices": options["prices"]} if "prices" in options else {}
@@ -149,8 +166,7 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
             key = key.strip().lstrip("-").replace("-", "_")
             if not sep or not key:
                 raise UsageError(f"%swarm config: expected key=value, got {word!r}")
-            if key == "prices":
-                raise UsageError("%swarm config: set prices with %swarm prices MODEL IN OUT")
+            check_config_key(key, "%swarm config")
             if value.strip().lower() in UNSET_VALUES:
                 options.pop(key, None)
             else:
@@ -158,12 +174,8 @@ def config_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
     return _set_session(magics, options, "%swarm config")
 
 
-def _set_session(magics: SwarmMagics, options: dict[str, Any], where: str) -> SmallTable:
+def _set_session(magics: Session, options: dict[str, Any], where: str) -> SmallTable:
     """Validate ``options`` as the session's defaults, keep them, and show the table."""
-    from ..config.swarm import SwarmConfig
-    from ..errors import ConfigError
-    from .options import NOTEBOOK_DEFAULTS
-
     try:
         config = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS).with_options(**options)
     except ConfigError as exc:
@@ -187,8 +199,8 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
     magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
     if magics is None:
         raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
-    if "prices" in options:
-        raise UsageError("swarm_config: set prices with %swarm prices MODEL IN OUT")
+    for key in options:
+        check_config_key(key, "swarm_config")
     session = dict(magics.session_options)
     kept = {"prices": session["prices"]} if "prices" in session else {}
     merged = {**(kept if reset else session), **options}
@@ -199,10 +211,7 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
 # -- prices ------------------------------------------------------------------------------
 
 
-def prices_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
-    from ..errors import ConfigError
-    from ..pricing import PriceTable
-
+def prices_command(magics: Session, argv: list[str]) -> SmallTable:
     session = [tuple(row) for row in magics.session_options.get("prices", ())]
     if len(argv) in (3, 4):
         row = tuple(argv)
@@ -222,8 +231,6 @@ def prices_command(magics: SwarmMagics, argv: list[str]) -> SmallTable:
 
 
 def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False) -> SmallTable:
-    from ..pricing import PriceTable
-
     overridden = {row[0].lower() for row in session}
     rows = []
     for model, price in PriceTable.with_overrides(session).rows():
@@ -240,9 +247,7 @@ def _price_table(session: list[tuple[str, ...]], text: str, exact: bool = False)
 # -- last, cancel, stop ------------------------------------------------------------------------
 
 
-def last_command(magics: SwarmMagics, argv: list[str]) -> None:
-    from .display import publish, run_bundle
-
+def last_command(magics: Session, argv: list[str]) -> None:
     if argv:
         raise UsageError("%swarm last: takes no arguments")
     if magics.last_run is None:
@@ -250,25 +255,23 @@ def last_command(magics: SwarmMagics, argv: list[str]) -> None:
     publish(run_bundle(magics.last_run))
 
 
-def cancel_command(magics: SwarmMagics, argv: list[str]) -> None:
+def cancel_command(magics: Session, argv: list[str]) -> None:
     if argv:
         raise UsageError("%swarm cancel: takes no arguments")
     _stop_background(magics, merge=False)
 
 
-def stop_command(magics: SwarmMagics, argv: list[str]) -> None:
+def stop_command(magics: Session, argv: list[str]) -> None:
     if argv not in ([], ["--merge"]):
         raise UsageError("%swarm stop: takes only --merge (reduce the workers that finished)")
     _stop_background(magics, merge=bool(argv))
 
 
-def _stop_background(magics: SwarmMagics, *, merge: bool) -> None:
+def _stop_background(magics: Session, *, merge: bool) -> None:
     """Cancel (or stop and merge) every running background swarm and report each one.
 
     A merge waits for the reducer's call; an interrupt during that wait leaves it
     merging in the background (its tables still replace its dashboard)."""
-    from .bridge import summary_line
-
     running = [(h, names) for h, names in magics.background.items() if not h.done()]
     if not running:
         print("no background swarm is running")

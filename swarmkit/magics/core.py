@@ -56,7 +56,7 @@ def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:
         rc = config.role(role)
         if rc.base_url is not None or rc.is_local or rc.model == AUTO_MODEL:
             continue
-        if not any(env.get(name) for name in rc.api_key_env):
+        if not rc.keys_set(env):
             names = " or ".join(rc.api_key_env)
             raise UsageError(
                 f"%%swarm: no API key for the {role} model {rc.model}: set {names}, "

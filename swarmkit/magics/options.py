@@ -1,11 +1,11 @@
-"""The ``%%swarm`` option table and its parser.
+"""The ``%%swarm`` flags and their parser.
 
-Every flag is one :class:`Flag` row in :data:`FLAGS`. A flag either sets a
-``SwarmConfig`` option (``target="config"``, the usual case: the parsed string is
-handed to ``SwarmConfig.with_options``, which coerces and validates it), becomes a
-keyword of ``create_engine`` (``target="engine"``, optionally turned into a value by
-``resolve`` with the user namespace, e.g. tool names into tool objects), or is read by
-the magic itself (``target="magic"``). Adding a flag is adding one row.
+The flags that set an option of the run are built from the option table
+(``swarmkit.config.options``): a row on the ``magic`` surface is a flag whose text goes
+to ``SwarmConfig.with_options`` (``target="config"``), which coerces and validates it;
+the ``tools`` row is a ``create_engine`` keyword (``target="engine"``) resolved with the
+user namespace. The flags the magic itself reads (``--out``, ``--background``, ...) are
+the rows of :data:`MAGIC_FLAGS`. :data:`FLAGS` is both, in the order of the help.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
+from ..config import options as option_table
+from .tools import resolve_tools
+
 __all__ = [
     "FLAGS",
+    "MAGIC_FLAGS",
     "NOTEBOOK_DEFAULTS",
     "Flag",
     "SwarmArgs",
@@ -66,53 +70,27 @@ class Flag:
         return self.option or self.dest
 
 
-def _resolve_tools(value: Any, namespace: Mapping[str, Any]) -> Any:
-    from .tools import resolve_tools  # loads pydantic: only when --tools is used
+def _table_flags() -> list[Flag]:
+    """The flags of the option table's ``magic`` rows: a ``bool`` row is a ``--no-``
+    switch (its default is on in a notebook), the ``tools`` row an engine keyword."""
+    flags: list[Flag] = []
+    for row in option_table.OPTIONS:
+        if not row.on("magic"):
+            continue
+        if row.kind == "bool":
+            flags.append(Flag("--no-" + row.flag_name[2:], row.no_help or row.help,
+                              option=row.name, switch=True, const=False))
+        elif row.kind == "tools":
+            flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
+                              metavar=row.metavar, resolve=resolve_tools))
+        else:
+            flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
+                      for flag, name, help_text in row.flags("magic")]
+    return flags
 
-    return resolve_tools(value, namespace)
 
-
-FLAGS: list[Flag] = [
-    # models and endpoints
-    Flag("--model", "model for every role (a name, 'auto' or 'local')", metavar="NAME"),
-    Flag("--planner-model", "model for the planner", metavar="NAME"),
-    Flag("--worker-model", "model for the workers", metavar="NAME"),
-    Flag("--reducer-model", "model for the reducer", metavar="NAME"),
-    Flag("--base-url", "OpenAI-compatible endpoint for every role", metavar="URL"),
-    Flag("--api-key-env", "environment variable(s) holding the key, comma-separated",
-         metavar="VAR"),
-    # the swarm's shape and limits
-    Flag("--workers", "at most this many sub-tasks / workers", metavar="N"),
-    Flag("--concurrency", "workers running at once", metavar="N"),
-    Flag("--budget", "hard spending cap in USD for the whole run", metavar="USD"),
-    Flag("--budget-tokens", "hard cap on tokens for the whole run", metavar="N"),
-    Flag("--max-tokens", "max completion tokens per call", metavar="N"),
-    Flag("--temperature", "sampling temperature (0-2)", metavar="T"),
-    Flag("--seed", "sampling seed", metavar="N"),
-    Flag("--run-timeout", "cancel the run after this many seconds", metavar="S"),
-    Flag("--rpm", "requests per minute, per key at each endpoint", metavar="N"),
-    Flag("--tpm", "tokens per minute, per key at each endpoint", metavar="N"),
-    # tools
-    Flag("--tools", "@swarmkit.tool functions from the notebook, comma-separated",
-         target="engine", metavar="A,B", resolve=_resolve_tools),
-    Flag("--max-tool-hops", "model turns per worker that may call tools", metavar="N"),
-    Flag("--tool-concurrency", "tool calls running at once in one turn", metavar="N"),
-    Flag("--max-tool-errors", "tool errors before a worker fails (tools)", metavar="N"),
-    Flag("--max-tool-result-chars", "tool results are cut to this many characters",
-         metavar="N"),
-    Flag("--max-tool-calls-per-turn", "tool calls run per model turn; the rest are refused",
-         metavar="N"),
-    Flag("--tool-timeout", "seconds one tool call may take", metavar="S"),
-    # prompts
-    Flag("--system", "system prompt of the workers", option="system_prompt", metavar="TEXT"),
-    Flag("--reducer-prompt", "system prompt of the reducer", metavar="TEXT"),
-    # the call store
-    Flag("--record", "write the run's calls to this cassette (JSON)", metavar="FILE"),
-    Flag("--replay", "replay the run from this cassette: no network, the same output",
-         metavar="FILE"),
-    Flag("--no-cache", "ask the model even where an identical request was answered before",
-         option="cache", switch=True, const=False),
-    # what the magic does with the run
+# What the magic does with the run: not options of the run, so not in the option table.
+MAGIC_FLAGS: tuple[Flag, ...] = (
     Flag("--out", "also store the Run in this variable (the last run is always in _swarm)",
          target="magic", metavar="NAME"),
     Flag("--background", "return a handle at once; %swarm cancel stops the run",
@@ -123,7 +101,9 @@ FLAGS: list[Flag] = [
     Flag("--no-interpolate", "send the cell as written: no {name} substitution",
          target="magic", switch=True),
     Flag("--help", "show this help", target="magic", switch=True),
-]
+)
+
+FLAGS: list[Flag] = [*_table_flags(), *MAGIC_FLAGS]
 
 
 @dataclass(frozen=True, slots=True)

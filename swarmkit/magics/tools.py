@@ -17,7 +17,7 @@ from .display import SmallTable
 
 if TYPE_CHECKING:
     from ..tools import Tool
-    from .core import SwarmMagics
+    from .session import Session
 
 __all__ = ["mcp_command", "resolve_tools", "with_session_tools"]
 
@@ -64,7 +64,7 @@ def with_session_tools(engine_options: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def mcp_command(magics: SwarmMagics, argv: list[str]) -> SmallTable | None:
+def mcp_command(magics: Session, argv: list[str]) -> SmallTable | None:
     from ..errors import ConfigError, MCPError
     from ..tools import mcp_registry, parse_mcp_command
 

@@ -71,7 +71,7 @@ class EndpointClients:
         Names that are not set (often a typo) are logged once as a warning: the run goes
         on with fewer keys than asked for.
         """
-        names = tuple(name for name in role.api_key_env if self._env.get(name))
+        names = role.keys_set(self._env)
         if names and len(names) < len(role.api_key_env) and role.api_key_env not in self._warned:
             self._warned.add(role.api_key_env)
             unset = [name for name in role.api_key_env if name not in names]

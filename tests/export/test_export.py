@@ -25,7 +25,7 @@ from swarmkit.export.exporter import (
     export_run,
     find_recording,
 )
-from swarmkit.export.replaycell import replay_options, swarm_cells
+from swarmkit.export.replaycell import replay_options, swarm_cells, swarm_line
 from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
 from swarmkit.store import Cassette
@@ -388,3 +388,17 @@ def test_swarmkit_demo_runs_the_embedded_model_and_writes_a_notebook_that_replay
     assert shown in demo.stdout  # the notebook shows the tables the terminal printed
     checked = run_nbval("demo.ipynb", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("text", ["plain", "{x}", "{{x}}", "a }} b", '{"a": {"b": 1}}', "{ x }",
+                                  "{{", "}}{{", "{x", "{_a1}", "{1a}", "{{}}"])
+def test_the_replay_line_knows_when_interpolation_would_change_the_task(text: str) -> None:
+    from swarmkit.template import interpolate, interpolation_changes
+
+    try:
+        changes = interpolate(text, {}) != text
+    except UsageError:
+        changes = True
+    assert interpolation_changes(text) == changes
+    line, _ = swarm_line({"model": "m"}, "c.json", text)
+    assert line.endswith("--no-interpolate") == changes

@@ -271,6 +271,28 @@ def test_config_shows_sets_unsets_and_rejects(
     assert magics.session_options == {}
 
 
+def test_config_accepts_exactly_the_option_tables_keys(
+    shell: InteractiveShell, magics: SwarmMagics
+) -> None:
+    from swarmkit.config.options import OPTIONS, config_keys
+
+    doc = shell.find_cell_magic("swarm").__doc__
+    for row in OPTIONS:
+        if row.on("magic"):
+            assert (f"--no-{row.flag_name[2:]}" if row.kind == "bool" else row.flag_name) in doc
+    keys = config_keys()
+    assert {"workers", "call_timeout", "planner_temperature", "history"} <= set(keys)
+    assert not {"tools", "refresh", "prices", "max_workers"} & set(keys)
+    table = shell.run_line_magic("swarm", "config call_timeout=60 planner_temperature=0.5")
+    assert ("call_timeout", "60.0", "session") in table.rows
+    for bad, says in [("max_workers=3", "unknown option 'max_workers' (did you mean workers?)"),
+                      ("refresh=worker-1", "unknown option 'refresh'")]:
+        with pytest.raises(UsageError, match=re.escape(says)):
+            shell.run_line_magic("swarm", f"config {bad}")
+    assert magics.session_options == {"call_timeout": "60", "planner_temperature": "0.5"}
+    shell.run_line_magic("swarm", "config reset")
+
+
 def test_prices_show_filter_add_and_use(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:

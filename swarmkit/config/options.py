@@ -1,0 +1,272 @@
+"""The option table: every option of a run, declared once, beside ``SwarmConfig``.
+
+One :class:`Option` row names a public option (the keyword of ``swarmkit.run`` and the
+key of ``%swarm config``), the ``SwarmConfig``/``RoleConfig`` field it sets, how its
+text is read (``kind``), its help line, and the surfaces it appears on:
+
+- ``magic``: a ``%%swarm`` flag (``swarmkit.magics.options`` builds its parser from it);
+- ``config``: a ``%swarm config`` key (and a ``swarm_config(...)`` keyword);
+- ``cli``: a ``swarmkit run`` flag (``swarmkit.cli`` builds its parser from it);
+- ``replay``: it shapes the requests, so an exported notebook's replay cell sets it
+  (``swarmkit.export.replaycell``).
+
+A ``role`` option is a ``RoleConfig`` field: it sets all three roles, and
+``planner_<name>``, ``worker_<name>`` and ``reducer_<name>`` set one; ``role_flags``
+says on which surfaces those per-role names are flags too. The README's options table
+is rendered from here (:func:`markdown_table`; a test keeps it equal). Adding an option
+is adding its field to ``SwarmConfig`` and one row here.
+
+The order of the rows is the order of the ``%%swarm`` help and of an exported replay
+line: keep new rows with a magic flag after the ones already there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "OPTIONS",
+    "ROLE_FIELDS",
+    "ROLE_NAMES",
+    "SURFACES",
+    "UNSET_VALUES",
+    "Kind",
+    "Option",
+    "Surface",
+    "config_keys",
+    "env_options",
+    "markdown_table",
+    "option_named",
+    "public_name",
+    "replace_readme_table",
+]
+
+Surface = Literal["magic", "config", "cli", "replay"]
+SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
+# How the option's text is read: "int" a whole number, "number" a float, "usd" a USD
+# amount, "bool" true/false, "names" comma-separated names, "path" a file path, "url" an
+# http(s) URL, "model" a model name, "text" as written, "steps" comma-separated step
+# names, "prices" (model, in, out) rows, "tools" tools for the workers (not a config
+# field: a keyword of create_engine).
+Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
+               "steps", "prices", "tools"]
+ROLE_NAMES = ("planner", "worker", "reducer")
+# ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
+UNSET_VALUES = ("", "none", "default")
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option of a run. ``field`` defaults to ``name``; ``flag`` to ``--name``
+    with dashes; ``surfaces`` to all four."""
+
+    name: str
+    kind: Kind
+    help: str
+    field: str = ""
+    role: bool = False
+    flag: str = ""
+    metavar: str = "VALUE"
+    surfaces: frozenset[Surface] = SURFACES
+    role_flags: frozenset[Surface] = frozenset()
+    no_help: str = ""  # a "bool" option's --no-<name> switch, where it differs from help
+    env: str = ""  # the SWARMKIT_* variable that sets its default (SwarmConfig.from_env)
+
+    @property
+    def attr(self) -> str:
+        """The ``SwarmConfig`` (or, for a role option, ``RoleConfig``) field it sets."""
+        return self.field or self.name
+
+    @property
+    def flag_name(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def on(self, surface: Surface) -> bool:
+        return surface in self.surfaces
+
+    def names(self) -> tuple[str, ...]:
+        """Its public name, and for a role option the three per-role names after it."""
+        if not self.role:
+            return (self.name,)
+        return (self.name, *(f"{role}_{self.name}" for role in ROLE_NAMES))
+
+    def flags(self, surface: Surface) -> Iterator[tuple[str, str, str]]:
+        """``(flag, option name, help)`` for each flag of this option on ``surface``."""
+        if not self.on(surface):
+            return
+        yield self.flag_name, self.name, self.help
+        if surface in self.role_flags:
+            for role in ROLE_NAMES:
+                yield (f"--{role}-{self.flag_name[2:]}", f"{role}_{self.name}",
+                       self.role_help(role))
+
+    def role_help(self, role: str) -> str:
+        who = "the workers" if role == "worker" else f"the {role}"
+        head, every, _ = self.help.partition(" for every role")
+        return f"{head} for {who}" if every else f"{self.help} ({who})"
+
+
+def _o(name: str, kind: Kind, help: str, metavar: str = "VALUE", *,
+       field: str = "", role: bool = False, flag: str = "",
+       on: str = "magic config cli replay", role_flags: str = "", no_help: str = "",
+       env: str = "") -> Option:
+    return Option(name, kind, help, field=field, role=role, flag=flag, metavar=metavar,
+                  surfaces=frozenset(on.split()),  # type: ignore[arg-type]
+                  role_flags=frozenset(role_flags.split()),  # type: ignore[arg-type]
+                  no_help=no_help, env=env)
+
+
+OPTIONS: tuple[Option, ...] = (
+    # models and endpoints
+    _o("model", "model", "model for every role (a name, 'auto' or 'local')", "NAME",
+       role=True, role_flags="magic cli", env="SWARMKIT_MODEL"),
+    _o("base_url", "url", "OpenAI-compatible endpoint for every role", "URL", role=True,
+       role_flags="cli", env="SWARMKIT_BASE_URL"),
+    _o("api_key_env", "names", "environment variable(s) holding the key, comma-separated",
+       "VAR", role=True, role_flags="cli", env="SWARMKIT_API_KEY_ENV"),
+    # the swarm's shape and limits
+    _o("workers", "int", "at most this many sub-tasks / workers", "N", field="max_workers",
+       env="SWARMKIT_WORKERS"),
+    _o("concurrency", "int", "workers running at once", "N", env="SWARMKIT_CONCURRENCY"),
+    _o("budget", "usd", "hard spending cap in USD for the whole run", "USD",
+       field="budget_usd", env="SWARMKIT_BUDGET"),
+    _o("budget_tokens", "int", "hard cap on tokens for the whole run", "N"),
+    _o("max_tokens", "int", "max completion tokens per call", "N", role=True),
+    _o("temperature", "number", "sampling temperature (0-2)", "T", role=True),
+    _o("seed", "int", "sampling seed", "N", role=True),
+    _o("run_timeout", "number", "cancel the run after this many seconds", "S"),
+    _o("rpm", "number", "requests per minute, per key at each endpoint", "N"),
+    _o("tpm", "number", "tokens per minute, per key at each endpoint", "N"),
+    # tools
+    _o("tools", "tools", "@swarmkit.tool functions from the notebook, comma-separated",
+       "A,B", on="magic cli"),
+    _o("max_tool_hops", "int", "model turns per worker that may call tools", "N"),
+    _o("tool_concurrency", "int", "tool calls running at once in one turn", "N"),
+    _o("max_tool_errors", "int", "tool errors before a worker fails (tools)", "N"),
+    _o("max_tool_result_chars", "int", "tool results are cut to this many characters", "N"),
+    _o("max_tool_calls_per_turn", "int",
+       "tool calls run per model turn; the rest are refused", "N"),
+    _o("tool_timeout", "number", "seconds one tool call may take", "S"),
+    # prompts
+    _o("system_prompt", "text", "system prompt of the workers", "TEXT", flag="--system"),
+    _o("reducer_prompt", "text", "system prompt of the reducer", "TEXT"),
+    # the call store
+    _o("record", "path", "write the run's calls to this cassette (JSON)", "FILE",
+       on="magic config cli"),
+    _o("replay", "path", "replay the run from this cassette: no network, the same output",
+       "FILE", on="magic config cli"),
+    _o("cache", "bool", "answer a request identical to an earlier one from the history "
+       "(on in a notebook)", on="magic config cli",
+       no_help="ask the model even where an identical request was answered before",
+       env="SWARMKIT_CACHE"),
+    # options without a %%swarm flag (set them with %swarm config)
+    _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
+       "worker cap)", "TEXT", on="config cli replay"),
+    _o("call_timeout", "number", "seconds one model call may take", "S",
+       on="config cli replay"),
+    _o("max_attempts", "int", "tries per model call (retries on 429, 5xx, timeouts)", "N",
+       on="config cli replay"),
+    _o("backoff_base", "number", "first retry delay in seconds (doubles per retry)", "S",
+       on="config cli replay"),
+    _o("backoff_max", "number", "longest retry delay in seconds", "S",
+       on="config cli replay"),
+    _o("stream_reducer", "bool", "stream the reducer's answer as it is written",
+       on="config replay"),
+    _o("rate_window", "number", "seconds over which --rpm and --tpm are counted", "S",
+       on="config cli replay"),
+    _o("adaptive_concurrency", "bool", "run fewer workers at once after a 429",
+       on="config cli replay"),
+    _o("start_jitter", "number", "spread the first wave of calls over this many seconds "
+       "(0-0.25)", "S", on="config cli replay"),
+    _o("history_path", "path", "the SQLite history file (default .swarmkit/history.db)",
+       "FILE", on="config cli", env="SWARMKIT_HISTORY"),
+    _o("history", "bool", "keep the run in the history database", on="config cli"),
+    # set by swarmkit itself, or from Python only
+    _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
+    _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
+       on=""),
+)
+
+ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def option_named(name: str) -> Option | None:
+    """The row of a public option name (``planner_model`` gives the ``model`` row)."""
+    found = _BY_NAME.get(name)
+    if found is None:
+        role, _, rest = name.partition("_")
+        row = _BY_NAME.get(rest)
+        if role in ROLE_NAMES and row is not None and row.role:
+            return row
+    return found
+
+
+def public_name(attr: str) -> str:
+    """The public option name of a ``SwarmConfig`` field (``max_workers`` -> ``workers``)."""
+    for row in OPTIONS:
+        if not row.role and row.attr == attr:
+            return row.name
+    return attr
+
+
+def config_keys() -> tuple[str, ...]:
+    """Every key ``%swarm config`` accepts: the rows on ``config``, with per-role names."""
+    return tuple(name for row in OPTIONS if row.on("config") for name in row.names())
+
+
+# -- the README's table ----------------------------------------------------------------
+
+README_START = "<!-- options table: generated from swarmkit/config/options.py -->"
+README_END = "<!-- end of the options table -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _flags(row: Option, surface: Surface) -> str:
+    if not row.on(surface):
+        return ""
+    if row.kind == "bool":
+        flag = row.flag_name
+        if surface == "magic":
+            return f"`--no-{flag[2:]}`"
+        return f"`{flag}`, `--no-{flag[2:]}`"
+    flags = [flag for flag, _, _ in row.flags(surface)]
+    if surface == "cli" and row.kind == "tools":
+        return f"`{flags[0]} MODULE:NAME,...`"
+    return ", ".join(f"`{flag}`" for flag in flags)
+
+
+def env_options() -> dict[str, str]:
+    """``SWARMKIT_*`` variable -> the option it sets."""
+    return {row.env: row.name for row in OPTIONS if row.env}
+
+
+def markdown_table() -> str:
+    """The options table in Markdown: option, ``%%swarm`` flag, ``swarmkit run`` flag,
+    environment variable, help."""
+    lines = ["| option (`%swarm config`, Python) | `%%swarm` | `swarmkit run` | environment "
+             "| what it sets |", "|---|---|---|---|---|"]
+    for row in OPTIONS:
+        if not row.surfaces:
+            continue
+        name = f"`{row.name}`" + ("" if row.on("config") else " (Python only)")
+        if row.role:
+            name += " (and `planner_`/`worker_`/`reducer_` per role)"
+        env = f"`{row.env}`" if row.env else "-"
+        lines.append(f"| {name} | {_flags(row, 'magic') or '-'} | {_flags(row, 'cli') or '-'} "
+                     f"| {env} | {_cell(row.help)} |")
+    return "\n".join(lines)
+
+
+def replace_readme_table(text: str) -> str:
+    """``text`` (README.md) with the part between the table's markers regenerated."""
+    head, start, rest = text.partition(README_START)
+    _, end, tail = rest.partition(README_END)
+    if not start or not end:
+        raise ValueError("README.md has no options table markers")
+    return f"{head}{README_START}\n{markdown_table()}\n{README_END}{tail}"
