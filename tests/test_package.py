@@ -56,7 +56,17 @@ def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> N
 
 
 # The public surface, pinned: adding or removing a name is a decision, made here too.
-PUBLIC = ["BudgetExceeded", "BudgetUpdated", "CallFinished", "CallRecord", "CallRetried", "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "ConcurrencyChanged", "ConfigError", "Event", "ExportError", "LocalModelError", "MCPError", "ModelPrice", "PlanError", "PlanReady", "PriceTable", "ProviderError", "RateLimitWait", "RecordError", "ReducerDelta", "ReducerStarted", "ReplayMiss", "RoleConfig", "Run", "RunCancelled", "RunFinished", "RunRecord", "RunStarted", "Sink", "StoreError", "SwarmConfig", "SwarmError", "Tool", "ToolCallFinished", "ToolCallRecord", "ToolError", "Usage", "WorkerFinished", "WorkerRecord", "WorkerStarted", "__version__", "load_ipython_extension", "load_run", "run", "run_sync", "tool"]
+PUBLIC = [
+    "BudgetExceeded", "BudgetUpdated", "CallFinished", "CallRecord", "CallRetried",
+    "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "ConcurrencyChanged",
+    "ConfigError", "Event", "ExportError", "LocalModelError", "MCPError", "ModelPrice",
+    "PlanError", "PlanReady", "PriceTable", "ProviderError", "RateLimitWait", "RecordError",
+    "ReducerDelta", "ReducerStarted", "ReplayMiss", "RoleConfig", "Run", "RunCancelled",
+    "RunFinished", "RunRecord", "RunStarted", "Sink", "StoreError", "SwarmConfig", "SwarmError",
+    "Tool", "ToolCallFinished", "ToolCallRecord", "ToolError", "Usage", "WorkerFinished",
+    "WorkerRecord", "WorkerStarted", "__version__", "load_ipython_extension", "load_run", "run",
+    "run_sync", "tool",
+]
 
 
 def test_the_public_names_are_pinned() -> None:
