@@ -13,12 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .calls import CallOutcome, ChatRequest, ModelCaller, ToolKey, ToolOutcome
+from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine.background import background_loop
 from .engine.swarm import Engine
 from .errors import SwarmError
 from .events import Sink
+from .modelcaller import ModelCaller, RunCaller
 from .result import Run
 from .store.history import History
 
@@ -29,14 +30,13 @@ __all__ = ["LiveCaller", "create_engine", "load_run", "resolve_models", "run", "
 
 
 class LiveCaller:
-    """A ModelCaller that always asks the provider (no cache, no cassette)."""
+    """A RunCaller that always asks the provider (no cache, no cassette)."""
 
-    def __init__(self, provider: Any) -> None:
+    def __init__(self, provider: ModelCaller) -> None:
         self.provider = provider
 
     async def complete(self, request: ChatRequest, **context: Any) -> CallOutcome:
-        result = await self.provider.complete(request, **context)
-        return CallOutcome(result.response, "live", result.attempts, result.latency)
+        return await self.provider.complete(request, **context)
 
     async def tool(
         self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
@@ -75,7 +75,7 @@ async def create_engine(
     *,
     config: SwarmConfig | None = None,
     sinks: Sequence[Sink] = (),
-    caller: ModelCaller | None = None,
+    caller: RunCaller | None = None,
     env: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Engine:

@@ -1,7 +1,8 @@
 """The values that flow through one model call: request, response, usage.
 
 They are plain frozen data with a JSON form, so the provider, the call store, cassettes
-and the Run all speak the same language.
+and the Run all speak the same language. The seam that serves a call is
+:class:`swarmkit.modelcaller.ModelCaller`.
 """
 
 from __future__ import annotations
@@ -9,23 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from .usage import Usage
 
 if TYPE_CHECKING:
     from .config.swarm import RoleConfig
-    from .events import Event
 
 __all__ = [
     "CallOutcome",
     "CallSource",
     "ChatRequest",
     "ChatResponse",
-    "ModelCaller",
     "ToolCallRequest",
     "ToolKey",
     "ToolOutcome",
@@ -186,7 +184,7 @@ class ChatResponse:
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    """A finished model call as the engine sees it, whichever way it was served.
+    """A finished model call, whichever way it was served: what every ModelCaller returns.
 
     ``started``, ``latency`` and ``cost_usd`` are the recorded figures in replay, so a
     replayed run shows exactly what the recording showed; live calls leave ``started``
@@ -223,32 +221,6 @@ class ToolKey:
     name: str
     arguments: str  # canonical JSON of the parsed arguments, or the raw text if invalid
     occurrence: int = 0
-
-
-class ModelCaller(Protocol):
-    """The seam between the engine and the call store / provider.
-
-    ``complete`` serves a model call; ``tool`` runs (or, in replay, recalls) a tool call:
-    the caller decides whether ``execute`` is awaited, so replay never re-runs tools.
-    """
-
-    async def complete(
-        self,
-        request: ChatRequest,
-        *,
-        role: RoleConfig,
-        run_id: str,
-        step: str,
-        emit: Callable[[Event], None],
-        clock: Callable[[], float],
-        on_delta: Callable[[str], None] | None = None,
-    ) -> CallOutcome: ...
-
-    async def tool(
-        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
-    ) -> ToolOutcome: ...
-
-    async def aclose(self) -> None: ...
 
 
 def worst_case_tokens(request: ChatRequest, role: RoleConfig) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -17,7 +17,6 @@ __all__ = [
     "WorkerRecord",
     "WorkerStatus",
     "decimal_or_none",
-    "sum_costs",
     "worker_of_step",
 ]
 
@@ -39,19 +38,19 @@ def worker_of_step(step: str) -> int | None:
     return None
 
 
-def sum_costs(costs: list[Decimal | None]) -> Decimal | None:
-    """Sum of costs; unknown (None) if any part is unknown, so it is never shown as $0."""
-    total = Decimal(0)
-    for cost in costs:
-        if cost is None:
-            return None
-        total += cost
-    return total
+def _priced(record: CallRecord | WorkerRecord) -> None:
+    """Keep ``record.usage.cost`` equal to its stored ``cost_usd`` (the one JSON field)."""
+    if record.usage.cost != record.cost_usd:
+        object.__setattr__(record, "usage", replace(record.usage, cost=record.cost_usd))
 
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One logical model call (all its attempts), as the tables and history show it."""
+    """One logical model call (all its attempts), as the tables and history show it.
+
+    ``usage.cost`` is always ``cost_usd``: sums of usages carry the cost with them, and
+    the JSON form keeps cost in its own ``cost_usd`` field, as files always had it.
+    """
 
     step: str  # planner | worker-<i> | reducer
     role: str
@@ -66,6 +65,9 @@ class CallRecord:
     occurrence: Count = 0
     error: str | None = None
     status: Count | None = None  # HTTP status of the final failure, if any
+
+    def __post_init__(self) -> None:
+        _priced(self)
 
     @property
     def ok(self) -> bool:
@@ -154,7 +156,10 @@ class ToolCallRecord:
 
 @dataclass(frozen=True, slots=True)
 class WorkerRecord:
-    """A worker's final state. ``reason`` holds the detail: budget, tools, provider, ..."""
+    """A worker's final state. ``reason`` holds the detail: budget, tools, provider, ...
+
+    Like a CallRecord's, ``usage.cost`` is always ``cost_usd``.
+    """
 
     index: Count
     task: str
@@ -170,6 +175,9 @@ class WorkerRecord:
     tool_calls: Count = 0
     cached_calls: Count = 0
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        _priced(self)
 
     @property
     def status_label(self) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ValidationError
 
 from .errors import ConfigError, RecordError
-from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord, sum_costs
+from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
 from .schema import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .usage import Usage
 
@@ -56,14 +56,13 @@ class RunRecord:
 
     @property
     def usage(self) -> Usage:
-        total = Usage(requests=0)
-        for call in self.calls:
-            total = total.add(call.usage)
-        return total
+        """The sum of every call's usage, cost included."""
+        return sum((call.usage for call in self.calls), Usage())
 
     @property
     def cost_usd(self) -> Decimal | None:
-        return sum_costs([call.cost_usd for call in self.calls])
+        """What every call cost; None when any call's cost is unknown."""
+        return self.usage.cost
 
     @property
     def models(self) -> dict[str, str]:

@@ -1,44 +1,59 @@
-"""``Usage``: the tokens (and requests) of one call or of a sum of calls."""
+"""``Usage``: the tokens, requests and cost of one call or of a sum of calls.
+
+``None`` means unknown: a server that did not report a count, a model with no price. A
+sum with an unknown part is unknown, so an unknown total is never shown as a number
+(and an unpriced call never as $0). ``+`` is the only place that rule is written.
+
+The JSON form of a Usage holds the token counts and requests only: where a cost is
+stored (a record's ``cost_usd``) it is written by its owner, so files keep their shape.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
+from typing import Any, TypeVar
 
-from .schema import Count
+from .schema import Cost, Count
 
 __all__ = ["Usage"]
+
+_N = TypeVar("_N", int, Decimal)
+
+
+def _plus(a: _N | None, b: _N | None) -> _N | None:
+    return None if a is None or b is None else a + b
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one call or a sum of calls. ``None`` means the server did not say."""
+    """Token counts, requests and cost. ``Usage()`` is zero, the start of any sum."""
 
     prompt_tokens: Count | None = 0
     completion_tokens: Count | None = 0
     cached_tokens: Count | None = 0
     reasoning_tokens: Count | None = 0
     requests: Count = 0
+    cost: Cost = Decimal(0)  # USD; None: no price known for some part of it
 
     @property
     def total_tokens(self) -> int | None:
-        if self.prompt_tokens is None or self.completion_tokens is None:
-            return None
-        return self.prompt_tokens + self.completion_tokens
+        return _plus(self.prompt_tokens, self.completion_tokens)
 
-    def add(self, other: Usage) -> Usage:
-        def plus(a: int | None, b: int | None) -> int | None:
-            return None if a is None or b is None else a + b
-
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
         return Usage(
-            prompt_tokens=plus(self.prompt_tokens, other.prompt_tokens),
-            completion_tokens=plus(self.completion_tokens, other.completion_tokens),
-            cached_tokens=plus(self.cached_tokens, other.cached_tokens),
-            reasoning_tokens=plus(self.reasoning_tokens, other.reasoning_tokens),
+            prompt_tokens=_plus(self.prompt_tokens, other.prompt_tokens),
+            completion_tokens=_plus(self.completion_tokens, other.completion_tokens),
+            cached_tokens=_plus(self.cached_tokens, other.cached_tokens),
+            reasoning_tokens=_plus(self.reasoning_tokens, other.reasoning_tokens),
             requests=self.requests + other.requests,
+            cost=_plus(self.cost, other.cost),
         )
 
     def to_dict(self) -> dict[str, int | None]:
+        """The stored form: token counts and requests (a cost is stored by its owner)."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..records import sum_costs
 from ..usage import Usage
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ class RoleSpend:
     role: str
     calls: int = 0
     attempts: int = 0
-    usage: Usage = field(default_factory=lambda: Usage(requests=0))
+    usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal | None = Decimal(0)
 
     @property
@@ -50,8 +49,5 @@ def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
 
 
 def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
-    usage = Usage(requests=0)
-    for call in calls:
-        usage = usage.add(call.usage)
-    return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage,
-                     sum_costs([c.cost_usd for c in calls]))
+    usage = sum((call.usage for call in calls), Usage())
+    return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost)

@@ -35,6 +35,7 @@ from ..events import (
     WorkerStarted,
 )
 from ..records import ToolCallRecord, WorkerRecord, worker_of_step
+from ..usage import Usage
 
 if TYPE_CHECKING:
     from ..config.swarm import SwarmConfig
@@ -50,14 +51,6 @@ _FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "fa
                  "cancelled": "cancelled", "stopped": "stopped and merged"}
 
 
-def _plus(a: int | None, b: int | None) -> int | None:
-    return None if a is None or b is None else a + b
-
-
-def _add_cost(a: Decimal | None, b: Decimal | None) -> Decimal | None:
-    return None if a is None or b is None else a + b
-
-
 @dataclass(slots=True)
 class WorkerLive:
     """One worker as the dashboard shows it while the run goes on."""
@@ -71,9 +64,7 @@ class WorkerLive:
     calls: int = 0  # finished calls
     retries_done: int = 0  # ``retries`` when the last call finished
     waiting: bool = False
-    prompt_tokens: int | None = 0
-    completion_tokens: int | None = 0
-    cost: Decimal | None = Decimal(0)
+    usage: Usage = field(default_factory=Usage)  # its finished calls' tokens and cost
     started: float | None = None
     latency: float | None = None  # set once finished
     tools: int = 0
@@ -83,6 +74,18 @@ class WorkerLive:
     # The finished worker's rendered task cell: it cannot change any more, and the worker
     # section is rendered on every push (twice a second while calls are in flight).
     finished_cell: object | None = None
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return self.usage.completion_tokens
+
+    @property
+    def cost(self) -> Decimal | None:
+        return self.usage.cost
 
     @property
     def attempts(self) -> int:
@@ -101,9 +104,8 @@ class WorkerLive:
         self.record = record
         self.attempts_done, self.attempt = record.attempts, 0
         self.calls, self.retries_done = record.calls, self.retries
-        self.prompt_tokens = record.usage.prompt_tokens
-        self.completion_tokens = record.usage.completion_tokens
-        self.cost, self.latency, self.tools = record.cost_usd, record.latency, record.tool_calls
+        self.usage = record.usage
+        self.latency, self.tools = record.latency, record.tool_calls
         self.waiting = False
         self.finished_cell = None
 
@@ -128,9 +130,7 @@ class LiveState:
         self.counts: dict[str, int] = {}
         self.waiting = 0
         self.calls = 0
-        self.prompt_tokens: int | None = 0
-        self.completion_tokens: int | None = 0
-        self.cost: Decimal | None = Decimal(0)
+        self.usage = Usage()  # every finished call's tokens and cost
         self.spent: Decimal = Decimal(0)
         self.reserved: Decimal = Decimal(0)
         self.cap: Decimal | None = config.budget_usd
@@ -146,6 +146,18 @@ class LiveState:
         self.reducer_text: list[str] = []
         self.reducer_attempt = 1
         self.dirty: set[str] = set(SECTIONS)
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return self.usage.completion_tokens
+
+    @property
+    def cost(self) -> Decimal | None:
+        return self.usage.cost
 
     # -- folding events (O(1) each) ----------------------------------------------------
 
@@ -234,9 +246,7 @@ class LiveState:
     def _call_finished(self, event: CallFinished) -> None:
         call = event.call
         self.calls += 1
-        self.prompt_tokens = _plus(self.prompt_tokens, call.usage.prompt_tokens)
-        self.completion_tokens = _plus(self.completion_tokens, call.usage.completion_tokens)
-        self.cost = _add_cost(self.cost, call.cost_usd)
+        self.usage += call.usage
         if self.cap is None:
             self.dirty.add("budget")
         index = worker_of_step(call.step)
@@ -249,9 +259,7 @@ class LiveState:
         worker.retries_done = worker.retries
         if call.error is not None and call.status is not None:
             worker.fail_status = call.status
-        worker.prompt_tokens = _plus(worker.prompt_tokens, call.usage.prompt_tokens)
-        worker.completion_tokens = _plus(worker.completion_tokens, call.usage.completion_tokens)
-        worker.cost = _add_cost(worker.cost, call.cost_usd)
+        worker.usage += call.usage
         self.dirty.add("workers")
 
     def _tool_finished(self, record: ToolCallRecord) -> None:

@@ -14,15 +14,13 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..calls import ChatRequest
 from ..errors import PlanError, ResponseFormatUnsupported, SwarmError
 from ..events import PlanReady
+from .context import StepContext
 from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
-
-if TYPE_CHECKING:
-    from ..calls import ChatRequest
-    from .swarm import Engine
 
 __all__ = [
     "ParsedPlan",
@@ -187,27 +185,27 @@ def parse_plan(
 
 
 async def _ask(
-    engine: Engine, rung: Rung, request: ChatRequest, echoes: tuple[str, ...]
+    context: StepContext, rung: Rung, request: ChatRequest, echoes: tuple[str, ...]
 ) -> tuple[ParsedPlan, str]:
     """One rung: the answer, and one repair if it is unusable. Raises PlanError."""
-    cfg = engine.config
+    cfg = context.config
     lists = rung.response_format is None
     messages = list(request.messages)
-    raw = (await engine.call("planner", "planner", request)).response.content or ""
+    raw = (await context.call("planner", "planner", request)).response.content or ""
     try:
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
     except PlanError:
         repair = [*messages, {"role": "assistant", "content": raw},
                   repair_message(cfg.max_workers, lists=lists)]
-        request = engine.request("planner", repair, response_format=rung.response_format)
-        raw = (await engine.call("planner", "planner", request)).response.content or ""
+        request = context.request("planner", repair, response_format=rung.response_format)
+        raw = (await context.call("planner", "planner", request)).response.content or ""
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
 
 
-async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
+async def make_plan(context: StepContext, task: str) -> tuple[str, ...]:
     """Ask the planner down the response_format ladder, from the rung its endpoint took
     last; every rung is tried before a PlanError ends the run."""
-    cfg = engine.config
+    cfg = context.config
     system = cfg.planner_prompt.format(max_workers=cfg.max_workers)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system},
@@ -217,10 +215,10 @@ async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
     # A replay asks what the recording asked, whatever this session learnt: the rungs
     # whose request the cassette holds (the recording may have started at a remembered one).
     start = None if cfg.replay else remembered_rung(cfg.planner)
-    recorded = getattr(engine.caller, "recorded", None) if cfg.replay else None
+    recorded = context.recorded if cfg.replay else None
     last_error: SwarmError | None = None
     refused = False
-    ladder = [(rung, engine.request("planner", messages, response_format=rung.response_format))
+    ladder = [(rung, context.request("planner", messages, response_format=rung.response_format))
               for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start)]
     if recorded is not None:
         # Nothing recorded: the first rung's ReplayMiss says what the cassette holds.
@@ -229,7 +227,7 @@ async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
         if recorded is None and rung.after_refusal and not refused:
             continue
         try:
-            parsed, raw = await _ask(engine, rung, request, echoes)
+            parsed, raw = await _ask(context, rung, request, echoes)
         except ResponseFormatUnsupported as exc:
             last_error, refused = exc, True
             continue
@@ -242,7 +240,7 @@ async def make_plan(engine: Engine, task: str) -> tuple[str, ...]:
                      len(parsed.dropped))
         if not cfg.replay:
             remember_rung(cfg.planner, rung.name)
-        engine.emit(PlanReady(parsed.tasks, raw, engine.now(), parsed.truncated_from))
+        context.emit(PlanReady(parsed.tasks, raw, context.now(), parsed.truncated_from))
         return parsed.tasks
     if isinstance(last_error, PlanError):
         raise last_error

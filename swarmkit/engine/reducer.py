@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..budget import Reservation
 from ..calls import ChatRequest
+from ..config.swarm import SwarmConfig
 from ..errors import BudgetExceeded
 from ..events import ReducerDelta, ReducerStarted
 from ..records import WorkerRecord
-
-if TYPE_CHECKING:
-    from .swarm import Engine
+from .budgeted import build_request
+from .context import StepContext
 
 __all__ = ["hold_for_reducer", "reduce", "reducer_messages", "reducer_request"]
 
@@ -38,14 +38,15 @@ def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
     return f"no worker finished ({counts}); nothing to reduce; {hint}"
 
 
-def hold_for_reducer(engine: Engine, task: str, plan: tuple[str, ...]) -> None:
+def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> None:
     """Hold room for the reducer: its worst case, capped at a share of what is left."""
-    if not engine.budget.capped:
+    if not context.budget.capped:
         return
-    worker_bytes = engine.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
-    skeleton = reducer_request(engine, task, [(i + 1, t, "") for i, t in enumerate(plan)])
-    usd, tokens = engine.worst_case("reducer", skeleton)
-    price = engine.prices.lookup(engine.config.reducer.model)
+    worker_bytes = context.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
+    inputs = [(i + 1, t, "") for i, t in enumerate(plan)]
+    skeleton = reducer_request(context.config, task, inputs)
+    usd, tokens = context.worst_case("reducer", skeleton)
+    price = context.prices.lookup(context.config.reducer.model)
     extra_tokens = len(plan) * worker_bytes
     tokens += extra_tokens
     if price is not None:
@@ -53,14 +54,13 @@ def hold_for_reducer(engine: Engine, task: str, plan: tuple[str, ...]) -> None:
     # Hold the reducer's worst case, but never more than a share of what is left, so
     # a bigger cap always leaves the workers at least as much room (monotonic), and a
     # short reducer budget is met later by shortening its answer and its inputs.
-    snap = engine.budget.snapshot()
+    snap = context.budget.snapshot()
     if snap.cap_usd is not None:
         usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
     if snap.cap_tokens is not None:
         tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
-    if not engine.budget.hold(usd, tokens):
+    if not context.budget.hold(usd, tokens):
         raise BudgetExceeded("budget spent before the workers could start; raise the budget")
-
 
 
 def reducer_messages(
@@ -77,48 +77,54 @@ def reducer_messages(
 
 
 def reducer_request(
-    engine: Engine, task: str, inputs: list[tuple[int, str, str]], max_tokens: int | None = None
+    config: SwarmConfig,
+    task: str,
+    inputs: list[tuple[int, str, str]],
+    max_tokens: int | None = None,
 ) -> ChatRequest:
-    messages = reducer_messages(engine.config.reducer_prompt, task, inputs)
-    stream = engine.config.stream_reducer and not engine.config.reducer.is_local
+    """The reducer's request over ``inputs`` (index, sub-task, output); a pure function."""
+    messages = reducer_messages(config.reducer_prompt, task, inputs)
+    stream = config.stream_reducer and not config.reducer.is_local
     extra: dict[str, Any] = {"stream": stream}
     if max_tokens is not None:
         extra["max_tokens"] = max_tokens
-    return engine.request("reducer", messages, **extra)
+    return build_request(config, "reducer", messages, **extra)
+
 
 async def reduce(
-    engine: Engine, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
+    context: StepContext, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
 ) -> tuple[Any, str | None, str | None]:
     done = [r for r in records if r.status == "completed"]
-    engine.budget.release_hold()
+    context.budget.release_hold()
     if not done:
         return "failed", None, _nothing_to_reduce(records)
     inputs = [(r.index, r.task, r.output or "") for r in done]
-    request, reservation, inputs = await _reserve_reducer(engine, task, inputs)
-    engine.emit(ReducerStarted(tuple(index for index, _, _ in inputs), engine.now()))
+    request, reservation, inputs = await _reserve_reducer(context, task, inputs)
+    context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
 
     def on_delta(text: str, attempt: int) -> None:
-        engine.emit(ReducerDelta(text, engine.now(), attempt))
+        context.emit(ReducerDelta(text, context.now(), attempt))
 
-    outcome = await engine.call(
+    outcome = await context.call(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
     )
     status = "completed" if len(inputs) == len(plan) else "partial"
     return status, outcome.response.content or "", None
 
+
 async def _reserve_reducer(
-    engine: Engine, task: str, inputs: list[tuple[int, str, str]]
+    context: StepContext, task: str, inputs: list[tuple[int, str, str]]
 ) -> tuple[ChatRequest, Reservation | None, list[tuple[int, str, str]]]:
     """Reserve for the reducer. If the cap is short, shorten its answer first, then
     give it fewer worker outputs (the reducer's inputs are recorded in the Run)."""
-    max_tokens = engine.config.reducer.max_tokens
+    max_tokens = context.config.reducer.max_tokens
     while True:
-        request = reducer_request(engine, task, inputs, max_tokens)
-        if not engine.budget.capped:
+        request = reducer_request(context.config, task, inputs, max_tokens)
+        if not context.budget.capped:
             return request, None, inputs
-        usd, tokens = engine.worst_case("reducer", request)
+        usd, tokens = context.worst_case("reducer", request)
         try:
-            reservation = await engine.budget.reserve(usd, tokens, what="the reducer")
+            reservation = await context.budget.reserve(usd, tokens, what="the reducer")
             return request, reservation, inputs
         except BudgetExceeded:
             if max_tokens > _MIN_REDUCER_TOKENS:

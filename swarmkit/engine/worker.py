@@ -8,21 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..calls import CallOutcome, ChatRequest
+from ..calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..config.swarm import SwarmConfig
 from ..credentials.scrub import scrub, scrub_line
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..events import Event, WorkerFinished, WorkerStarted
-from ..records import CallRecord, WorkerRecord, WorkerStatus, sum_costs
+from ..records import CallRecord, WorkerRecord, WorkerStatus
 from ..usage import Usage
+from .context import StepContext
 
-if TYPE_CHECKING:
-    from .swarm import Engine
-
-__all__ = ["WorkerContext", "WorkerTally", "run_worker", "unexpected", "worker_messages"]
+__all__ = [
+    "WorkerContext",
+    "WorkerLoop",
+    "WorkerTally",
+    "run_worker",
+    "unexpected",
+    "worker_messages",
+]
 
 log = logging.getLogger("swarmkit")
 
@@ -41,9 +47,7 @@ class WorkerTally:
     tool_calls: int = 0
 
     def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
-        usage = Usage(requests=0)
-        for call in self.calls:
-            usage = usage.add(call.usage)
+        usage = sum((call.usage for call in self.calls), Usage())
         started = min((c.started for c in self.calls), default=None)
         ended = max((c.started + c.latency for c in self.calls), default=None)
         return WorkerRecord(
@@ -51,7 +55,7 @@ class WorkerTally:
             task=task,
             status=status,
             usage=usage,
-            cost_usd=sum_costs([c.cost_usd for c in self.calls]),
+            cost_usd=usage.cost,
             started=started,
             latency=0.0 if started is None or ended is None else ended - started,
             attempts=sum(c.attempts for c in self.calls),
@@ -66,19 +70,40 @@ class WorkerTally:
 class WorkerContext:
     """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``."""
 
-    engine: Engine
+    run: StepContext
     index: int
     step: str
     tally: WorkerTally
 
+    @property
+    def config(self) -> SwarmConfig:
+        return self.run.config
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    def request(self, messages: list[dict[str, Any]], **extra: Any) -> ChatRequest:
+        """A worker's request for ``messages`` (``tools=``, ``tool_choice=``, ...)."""
+        return self.run.request("worker", messages, **extra)
+
     async def call(self, request: ChatRequest) -> CallOutcome:
-        return await self.engine.call("worker", self.step, request, tally=self.tally)
+        return await self.run.call("worker", self.step, request, into=self.tally.calls)
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome:
+        return await self.run.tool(key, execute)
 
     def emit(self, event: Event) -> None:
-        self.engine.emit(event)
+        self.run.emit(event)
 
     def now(self) -> float:
-        return self.engine.now()
+        return self.run.now()
+
+
+# A worker's turn loop (the tool loop): its context and first messages in, its answer out.
+WorkerLoop = Callable[[WorkerContext, list[dict[str, Any]]], Awaitable[str]]
 
 
 def worker_messages(
@@ -95,7 +120,8 @@ def worker_messages(
 
 
 async def run_worker(
-    engine: Engine,
+    context: StepContext,
+    loop: WorkerLoop | None,
     task: str,
     index: int,
     subtask: str,
@@ -103,27 +129,28 @@ async def run_worker(
     slots: asyncio.Semaphore,
     records: dict[int, WorkerRecord],
 ) -> None:
+    """Run worker ``index``: plain calls, or ``loop`` (the tool loop) when given. The
+    record it leaves is put in ``records``; only a ReplayMiss or a cancel propagates."""
     tally = WorkerTally()
     step = f"worker-{index}"
 
     def finish(status: WorkerStatus, **extra: Any) -> None:
         record = tally.record(index, subtask, status, **extra)
         records[index] = record
-        engine.emit(WorkerFinished(record, t=engine.now()))
+        context.emit(WorkerFinished(record, t=context.now()))
 
     try:
         async with slots:
-            delay = start_delay(engine.config, index)
+            delay = start_delay(context.config, index)
             if delay:
                 await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
-            engine.emit(WorkerStarted(index, subtask, engine.now()))
-            messages = worker_messages(engine.config.system_prompt, task, index, subtask, total)
-            if engine.worker_loop is not None:
-                context = WorkerContext(engine, index, step, tally)
-                output = await engine.worker_loop(context, messages)
+            context.emit(WorkerStarted(index, subtask, context.now()))
+            messages = worker_messages(context.config.system_prompt, task, index, subtask, total)
+            if loop is not None:
+                output = await loop(WorkerContext(context, index, step, tally), messages)
             else:
-                request = engine.request("worker", messages)
-                outcome = await engine.call("worker", step, request, tally=tally)
+                request = context.request("worker", messages)
+                outcome = await context.call("worker", step, request, into=tally.calls)
                 output = outcome.response.content or ""
     except BudgetExceeded as exc:
         status: WorkerStatus = "skipped" if not tally.calls else "failed"
@@ -140,7 +167,7 @@ async def run_worker(
         log.exception("swarmkit: worker %d raised unexpectedly", index)
         finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
-        reason = engine.cancel_reason or engine.stop_reason or "cancelled"
+        reason = context.halt.reason or "cancelled"
         finish("cancelled", reason=None if reason == "cancelled" else reason)
         raise
     else:

@@ -6,7 +6,7 @@ endpoints (base URL and key variable) and their SDK clients.
 
 from __future__ import annotations
 
-from .call import OpenAIProvider, Provider, ProviderResult
+from .call import OpenAIProvider
 from .clients import OPENAI_BASE_URL, PLACEHOLDER_KEY, Endpoint, EndpointClients
 
 __all__ = [
@@ -15,6 +15,4 @@ __all__ = [
     "Endpoint",
     "EndpointClients",
     "OpenAIProvider",
-    "Provider",
-    "ProviderResult",
 ]

@@ -20,10 +20,9 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from ..calls import ChatRequest, ChatResponse, worst_case_tokens
+from ..calls import CallOutcome, ChatRequest, ChatResponse, worst_case_tokens
 from ..config.swarm import RoleConfig, SwarmConfig
 from ..credentials.scrub import StreamScrubber, one_line, scrub, scrub_reply
 from ..errors import ProviderError, ResponseFormatUnsupported
@@ -41,7 +40,7 @@ from .decode import (
 from .hints import HINT_DOWN, RETRYABLE_STATUS, http_hint
 from .ratelimits import RateLimits
 
-__all__ = ["OpenAIProvider", "Provider", "ProviderResult"]
+__all__ = ["OpenAIProvider"]
 
 # How servers word a refusal of response_format (their texts: swarmkit/ladder.py), e.g.
 # llama-cpp-python's HTTP 500 "Input should be 'text' or 'json_object'", LM Studio's 400
@@ -52,33 +51,9 @@ _FORMAT_REFUSAL = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderResult:
-    response: ChatResponse
-    attempts: int
-    latency: float  # seconds for the whole logical call, retries included
-
-
-class Provider(Protocol):
-    """Serves one logical model call, retries included."""
-
-    async def complete(
-        self,
-        request: ChatRequest,
-        *,
-        role: RoleConfig,
-        run_id: str,
-        step: str,
-        emit: Callable[[Event], None],
-        clock: Callable[[], float],
-        on_delta: Callable[[str], None] | None = None,
-    ) -> ProviderResult: ...
-
-    async def aclose(self) -> None: ...
-
-
 class OpenAIProvider:
-    """A :class:`Provider` over the ``openai`` SDK, with clients per endpoint and key."""
+    """A :class:`~swarmkit.modelcaller.ModelCaller` over the ``openai`` SDK, with clients
+    per endpoint and key. Every call it serves is ``live``."""
 
     def __init__(self, config: SwarmConfig, *, env: Mapping[str, str] | None = None) -> None:
         self.config = config
@@ -101,7 +76,7 @@ class OpenAIProvider:
         emit: Callable[[Event], None],
         clock: Callable[[], float],
         on_delta: Callable[[str], None] | None = None,
-    ) -> ProviderResult:
+    ) -> CallOutcome:
         endpoint = self._endpoints.endpoint(role)  # a missing key fails before anything waits
         key_envs = self._endpoints.key_envs(role) or (endpoint.key_env,)
         # Only a TPM window counts tokens; sizing the request is per-call work otherwise.
@@ -139,7 +114,7 @@ class OpenAIProvider:
                 admission.abandon()
                 raise
             admission.succeeded(response.usage.total_tokens, emit, clock)
-            return ProviderResult(response, attempt, time.monotonic() - started)
+            return CallOutcome(response, "live", attempt, time.monotonic() - started)
 
     @staticmethod
     async def _back_off(

@@ -1,4 +1,4 @@
-"""``CallStore``: the ModelCaller every run goes through — cache, recording, replay.
+"""``CallStore``: the RunCaller every run goes through — cache, recording, replay.
 
 Modes compose: the cache and the cassette recorder can both be on (cache hits are
 recorded too, so the cassette replays the whole run). Replay excludes everything else:
@@ -15,10 +15,10 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..calls import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
-from ..config.swarm import SwarmConfig
+from ..config.swarm import RoleConfig, SwarmConfig
 from ..credentials.secrets import find_secret, secret_values
 from ..errors import (
     CassetteError,
@@ -28,16 +28,13 @@ from ..errors import (
     SwarmError,
 )
 from ..events import CallRetried, Event, Sink
+from ..modelcaller import ModelCaller
 from .cache import ResponseCache
 from .cassette import Cassette, RecordedCall
 from .history import History, HistorySink
 from .recent import remember_recording
 from .recorder import CassetteRecorder
 from .replay import Player
-
-if TYPE_CHECKING:
-    from ..config.swarm import RoleConfig
-    from ..provider import Provider
 
 __all__ = ["CallStore"]
 
@@ -63,7 +60,7 @@ class CallStore:
 
     def __init__(
         self,
-        provider: Provider | None = None,
+        provider: ModelCaller | None = None,
         *,
         cache: ResponseCache | None = None,
         recorder: CassetteRecorder | None = None,
@@ -92,7 +89,7 @@ class CallStore:
         config: SwarmConfig,
         *,
         env: Mapping[str, str],
-        provider_factory: Callable[[], Provider] | None = None,
+        provider_factory: Callable[[], ModelCaller] | None = None,
         cassette: Cassette | None = None,
     ) -> CallStore:
         """The store ``config`` asks for: replay, or cache/record/history over a provider.
@@ -177,16 +174,16 @@ class CallStore:
         if self.provider is None:
             raise StoreError(f"no provider to serve {step}; build the CallStore with one")
         try:
-            result = await self.provider.complete(
+            outcome = await self.provider.complete(
                 request, role=role, run_id=run_id, step=step, emit=emit, clock=clock,
                 on_delta=on_delta,
             )
         except ProviderError as exc:  # failures are recorded, never cached
             self._served(step, request, occurrence, None, "live", type(exc).__name__)
             raise
-        self._cache_put(cache_key, occurrence, request.model, result.response)
-        self._served(step, request, occurrence, result.response, "live")
-        return CallOutcome(result.response, "live", result.attempts, result.latency, occurrence)
+        self._cache_put(cache_key, occurrence, request.model, outcome.response)
+        self._served(step, request, occurrence, outcome.response, outcome.source)
+        return replace(outcome, occurrence=occurrence)
 
     def _replay(
         self,

@@ -14,7 +14,6 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..records import sum_costs
 from ..usage import Usage
 
 if TYPE_CHECKING:
@@ -29,13 +28,6 @@ _TAG = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>")
 def _readable(text: str | None) -> bool:
     """One line, no markup: what a person can read in a table cell."""
     return bool(text) and "\n" not in (text or "") and _TAG.search(text or "") is None
-
-
-def _sum_usage(usages: list[Usage]) -> Usage:
-    total = Usage(requests=0)
-    for usage in usages:
-        total = total.add(usage)
-    return total
 
 
 def run_problems(run: RunRecord) -> list[str]:
@@ -61,9 +53,10 @@ def run_problems(run: RunRecord) -> list[str]:
         if worker.attempts != sum(c.attempts for c in calls):
             problems.append(f"{name} counts {worker.attempts} attempts, its calls "
                             f"{sum(c.attempts for c in calls)}")
-        if worker.usage != _sum_usage([c.usage for c in calls]):
+        spent = sum((c.usage for c in calls), Usage())
+        if worker.usage.to_dict() != spent.to_dict():
             problems.append(f"{name} usage {worker.usage} is not the sum of its calls")
-        if worker.cost_usd != sum_costs([c.cost_usd for c in calls]):
+        if worker.cost_usd != spent.cost:
             problems.append(f"{name} cost {worker.cost_usd} is not the sum of its calls")
     for call in run.calls:
         if call.error is not None and not _readable(call.error):

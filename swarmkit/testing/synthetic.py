@@ -18,7 +18,7 @@ from typing import Any
 from .. import events as ev
 from ..config.swarm import SwarmConfig
 from ..engine.recorder import RunRecorder
-from ..records import CallRecord, ToolCallRecord, WorkerRecord, sum_costs
+from ..records import CallRecord, ToolCallRecord, WorkerRecord
 from ..result import Run
 from ..usage import Usage
 
@@ -174,13 +174,11 @@ def _worker(
                    unknown_cost=unknown_cost)
     finish_call(record)
     calls.append(record)
-    total = Usage(requests=0)
-    for call in calls:
-        total = total.add(call.usage)
+    total = sum((call.usage for call in calls), Usage())
     end = record.started + record.latency
     worker = WorkerRecord(
         index, subtask, "completed", output=f"Findings of worker {index}.", usage=total,
-        cost_usd=sum_costs([c.cost_usd for c in calls]), started=start,
+        cost_usd=total.cost, started=start,
         latency=round(end - start, 6), attempts=sum(c.attempts for c in calls),
         calls=len(calls), tool_calls=tool_calls, cached_calls=int(cached),
     )

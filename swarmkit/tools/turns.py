@@ -112,13 +112,12 @@ class ToolLoop:
         self.specs = tuple(t.spec() for t in self.tools.values())
 
     async def __call__(self, context: WorkerContext, messages: list[dict[str, Any]]) -> str:
-        engine = context.engine
-        config = engine.config
+        config = context.config
         conversation = list(messages)
         seen: Counter[tuple[int, str, str]] = Counter()
         errors: list[str] = []
         for hop in range(1, config.max_tool_hops + 1):
-            request = engine.request("worker", conversation, tools=self.specs)
+            request = context.request(conversation, tools=self.specs)
             response = (await context.call(request)).response
             if not response.tool_calls:
                 return response.content or ""
@@ -135,18 +134,16 @@ class ToolLoop:
     async def _final_answer(
         self, context: WorkerContext, conversation: list[dict[str, Any]]
     ) -> str:
-        engine = context.engine
-        if engine.config.max_tool_hops == 0:
-            request = engine.request("worker", conversation)
+        if context.config.max_tool_hops == 0:
+            request = context.request(conversation)
         else:
             conversation = [*conversation, {"role": "user", "content": FINAL_ANSWER_PROMPT}]
-            request = engine.request("worker", conversation, tools=self.specs,
-                                     tool_choice="none")
+            request = context.request(conversation, tools=self.specs, tool_choice="none")
         response: ChatResponse = (await context.call(request)).response
         if response.tool_calls and not response.content:
             raise _tools_failure(
                 f"worker {context.index} still asked for tools after "
-                f"max_tool_hops={engine.config.max_tool_hops} turns and gave no answer; "
+                f"max_tool_hops={context.config.max_tool_hops} turns and gave no answer; "
                 "raise max_tool_hops"
             )
         return response.content or ""
@@ -159,7 +156,7 @@ class ToolLoop:
         seen: Counter[tuple[int, str, str]],
         errors: list[str],
     ) -> list[dict[str, Any]]:
-        config = context.engine.config
+        config = context.config
         cap = config.max_tool_calls_per_turn
         over = (
             f"ToolError: refused: this turn asked for {len(calls)} tool calls and at most "
@@ -217,7 +214,7 @@ class ToolLoop:
         self, context: WorkerContext, hop: int, item: _Prepared, errors: list[str]
     ) -> dict[str, Any]:
         assert item.key is not None
-        outcome = await context.engine.caller.tool(item.key, self._executor(context, hop, item))
+        outcome = await context.tool(item.key, self._executor(context, hop, item))
         record = ToolCallRecord(
             worker=context.index,
             hop=hop,
@@ -241,7 +238,7 @@ class ToolLoop:
         self, context: WorkerContext, hop: int, item: _Prepared
     ) -> Callable[[], Awaitable[ToolOutcome]]:
         """What runs the call when the caller decides it runs (never in replay)."""
-        config = context.engine.config
+        config = context.config
         limit = config.max_tool_result_chars
         rejection = item.rejection
         if rejection is not None:
@@ -253,7 +250,7 @@ class ToolLoop:
             return reject
         assert item.tool is not None and item.arguments is not None
         found, arguments = item.tool, item.arguments
-        request_id = f"swarmkit-{context.engine.run_id}-{context.step}-h{hop}-{item.position}"
+        request_id = f"swarmkit-{context.run_id}-{context.step}-h{hop}-{item.position}"
         timeout = found.timeout if found.timeout is not None else config.tool_timeout
 
         async def execute() -> ToolOutcome:

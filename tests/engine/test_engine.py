@@ -11,7 +11,6 @@ import pytest
 
 import swarmkit
 from swarmkit.errors import ConfigError
-from swarmkit.records import sum_costs
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -20,6 +19,7 @@ from swarmkit.testing import (
     FaultRule,
     default_reply,
 )
+from swarmkit.usage import Usage
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
 
@@ -71,9 +71,9 @@ def test_hundred_workers_sum_exactly_to_run_totals() -> None:
     assert sum(w.usage.prompt_tokens or 0 for w in run.workers) == sum(
         c.usage.prompt_tokens or 0 for c in worker_calls
     )
-    assert sum_costs([w.cost_usd for w in run.workers]) == sum_costs(
-        [c.cost_usd for c in worker_calls]
-    )
+    assert sum((w.usage for w in run.workers), Usage()).cost == sum(
+        (c.usage for c in worker_calls), Usage()
+    ).cost
     assert run.usage.total_tokens == sum(c.usage.total_tokens or 0 for c in run.calls)
     assert run.cost_usd == sum((c.cost_usd or Decimal(0) for c in run.calls), Decimal(0))
     assert run.cost_usd is not None and run.cost_usd > 0

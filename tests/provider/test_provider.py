@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from swarmkit.calls import ChatRequest, ToolCallRequest
+from swarmkit.calls import CallOutcome, ChatRequest, ToolCallRequest
 from swarmkit.config.swarm import SwarmConfig
 from swarmkit.errors import ConfigError, ProviderError, ResponseFormatUnsupported
 from swarmkit.events import CallRetried, CallStarted, Event
-from swarmkit.provider import OpenAIProvider, ProviderResult
+from swarmkit.provider import OpenAIProvider
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 from swarmkit.testing.faults import FORMAT_REFUSALS
 from swarmkit.usage import Usage
@@ -54,12 +54,12 @@ def complete(
     env: dict[str, str] | None = None,
     on_delta: Callable[[str], None] | None = None,
     **options: Any,
-) -> ProviderResult:
+) -> CallOutcome:
     """One logical call through a fresh provider, closed afterwards."""
     config = config_for(server.base_url if server else None, **options)
     sink: list[Event] = [] if events is None else events
 
-    async def go() -> ProviderResult:
+    async def go() -> CallOutcome:
         provider = OpenAIProvider(config, env={"OPENAI_API_KEY": KEY} if env is None else env)
         try:
             return await provider.complete(

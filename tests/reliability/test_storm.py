@@ -61,9 +61,9 @@ class BillingHandler:
 
 def _billed_totals(handler: BillingHandler) -> tuple[Usage, Decimal]:
     prices = PriceTable()
-    total, cost = Usage(requests=0), Decimal(0)
+    total, cost = Usage(), Decimal(0)
     for _, model, usage in handler.billed:
-        total = total.add(usage)
+        total = total + usage
         cost += prices.cost(model, usage) or Decimal(0)
     return total, cost
 

@@ -44,7 +44,7 @@ def test_a_worker_that_raises_unexpectedly_fails_alone_and_the_rest_reduce(
     async def buggy_loop(context: WorkerContext, messages: list[dict[str, Any]]) -> str:
         if context.index == 2:
             raise KeyError("missing 'choices'")
-        request = context.engine.request("worker", messages)
+        request = context.request(messages)
         return (await context.call(request)).response.content or ""
 
     async def go(server: FakeServer) -> Run:
