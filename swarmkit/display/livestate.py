@@ -51,8 +51,27 @@ _FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "fa
                  "cancelled": "cancelled", "stopped": "stopped and merged"}
 
 
+class _Spent:
+    """Tokens and cost so far, read from ``usage`` (summed with unknown staying unknown)."""
+
+    __slots__ = ()
+    usage: Usage
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return self.usage.completion_tokens
+
+    @property
+    def cost(self) -> Decimal | None:
+        return self.usage.cost
+
+
 @dataclass(slots=True)
-class WorkerLive:
+class WorkerLive(_Spent):
     """One worker as the dashboard shows it while the run goes on."""
 
     index: int
@@ -74,18 +93,6 @@ class WorkerLive:
     # The finished worker's rendered task cell: it cannot change any more, and the worker
     # section is rendered on every push (twice a second while calls are in flight).
     finished_cell: object | None = None
-
-    @property
-    def prompt_tokens(self) -> int | None:
-        return self.usage.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int | None:
-        return self.usage.completion_tokens
-
-    @property
-    def cost(self) -> Decimal | None:
-        return self.usage.cost
 
     @property
     def attempts(self) -> int:
@@ -110,7 +117,7 @@ class WorkerLive:
         self.finished_cell = None
 
 
-class LiveState:
+class LiveState(_Spent):
     """Everything the dashboard shows, updated by events in O(1) each."""
 
     def __init__(self, *, task: str, config: SwarmConfig) -> None:
@@ -146,18 +153,6 @@ class LiveState:
         self.reducer_text: list[str] = []
         self.reducer_attempt = 1
         self.dirty: set[str] = set(SECTIONS)
-
-    @property
-    def prompt_tokens(self) -> int | None:
-        return self.usage.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int | None:
-        return self.usage.completion_tokens
-
-    @property
-    def cost(self) -> Decimal | None:
-        return self.usage.cost
 
     # -- folding events (O(1) each) ----------------------------------------------------
 

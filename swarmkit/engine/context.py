@@ -1,7 +1,7 @@
 """``StepContext``: what the planner, the workers and the reducer may use of a run.
 
-The steps are handed this, never the Engine: the config, the run id, the model call
-under the budget, the events and the clock, and why the run may be cut short. So a
+The steps are handed this, never the Engine: the config, the run id, the model calls
+under the budget (``calls``), the events and the clock, and why the run may be cut short. So a
 step can be driven without an Engine, and the engine imports its steps, not the reverse.
 """
 
@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
-from ..budget import Budget, Reservation
-from ..calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
+from ..budget import Budget
+from ..calls import ChatRequest, ToolKey, ToolOutcome
 from ..config.swarm import Role, SwarmConfig
 from ..events import Event
 from ..modelcaller import RunCaller
 from ..pricing import PriceTable
-from ..records import CallRecord
 from .budgeted import BudgetedCalls, build_request
 from .halt import Halt
 
@@ -79,24 +77,6 @@ class StepContext:
 
     def request(self, role: Role, messages: list[dict[str, Any]], **extra: Any) -> ChatRequest:
         return build_request(self.config, role, messages, **extra)
-
-    def worst_case(self, role: Role, request: ChatRequest) -> tuple[Decimal, int]:
-        return self.calls.worst_case(role, request)
-
-    async def call(
-        self,
-        role: Role,
-        step: str,
-        request: ChatRequest,
-        *,
-        into: list[CallRecord] | None = None,
-        reservation: Reservation | None = None,
-        on_delta: Callable[[str, int], None] | None = None,
-    ) -> CallOutcome:
-        """One model call under the budget (see :meth:`BudgetedCalls.call`)."""
-        return await self.calls.call(
-            role, step, request, into=into, reservation=reservation, on_delta=on_delta
-        )
 
     async def tool(
         self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]

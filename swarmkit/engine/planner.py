@@ -191,14 +191,14 @@ async def _ask(
     cfg = context.config
     lists = rung.response_format is None
     messages = list(request.messages)
-    raw = (await context.call("planner", "planner", request)).response.content or ""
+    raw = (await context.calls.call("planner", "planner", request)).response.content or ""
     try:
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
     except PlanError:
         repair = [*messages, {"role": "assistant", "content": raw},
                   repair_message(cfg.max_workers, lists=lists)]
         request = context.request("planner", repair, response_format=rung.response_format)
-        raw = (await context.call("planner", "planner", request)).response.content or ""
+        raw = (await context.calls.call("planner", "planner", request)).response.content or ""
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
 
 

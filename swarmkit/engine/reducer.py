@@ -45,7 +45,7 @@ def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> 
     worker_bytes = context.config.worker.max_tokens * _BYTES_PER_TOKEN_ESTIMATE
     inputs = [(i + 1, t, "") for i, t in enumerate(plan)]
     skeleton = reducer_request(context.config, task, inputs)
-    usd, tokens = context.worst_case("reducer", skeleton)
+    usd, tokens = context.calls.worst_case("reducer", skeleton)
     price = context.prices.lookup(context.config.reducer.model)
     extra_tokens = len(plan) * worker_bytes
     tokens += extra_tokens
@@ -105,7 +105,7 @@ async def reduce(
     def on_delta(text: str, attempt: int) -> None:
         context.emit(ReducerDelta(text, context.now(), attempt))
 
-    outcome = await context.call(
+    outcome = await context.calls.call(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
     )
     status = "completed" if len(inputs) == len(plan) else "partial"
@@ -122,7 +122,7 @@ async def _reserve_reducer(
         request = reducer_request(context.config, task, inputs, max_tokens)
         if not context.budget.capped:
             return request, None, inputs
-        usd, tokens = context.worst_case("reducer", request)
+        usd, tokens = context.calls.worst_case("reducer", request)
         try:
             reservation = await context.budget.reserve(usd, tokens, what="the reducer")
             return request, reservation, inputs

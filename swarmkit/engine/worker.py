@@ -88,7 +88,7 @@ class WorkerContext:
         return self.run.request("worker", messages, **extra)
 
     async def call(self, request: ChatRequest) -> CallOutcome:
-        return await self.run.call("worker", self.step, request, into=self.tally.calls)
+        return await self.run.calls.call("worker", self.step, request, into=self.tally.calls)
 
     async def tool(
         self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
@@ -150,7 +150,7 @@ async def run_worker(
                 output = await loop(WorkerContext(context, index, step, tally), messages)
             else:
                 request = context.request("worker", messages)
-                outcome = await context.call("worker", step, request, into=tally.calls)
+                outcome = await context.calls.call("worker", step, request, into=tally.calls)
                 output = outcome.response.content or ""
     except BudgetExceeded as exc:
         status: WorkerStatus = "skipped" if not tally.calls else "failed"
