@@ -10,7 +10,7 @@ stored (a record's ``cost_usd``) it is written by its owner, so files keep their
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -34,7 +34,9 @@ class Usage:
     cached_tokens: Count | None = 0
     reasoning_tokens: Count | None = 0
     requests: Count = 0
-    cost: Cost = Decimal(0)  # USD; None: no price known for some part of it
+    # USD; None: no price known for some part of it. Left out of the repr, which prints
+    # as it always did (tutorials show it); a record prints its cost as cost_usd.
+    cost: Cost = field(default=Decimal(0), repr=False)
 
     @property
     def total_tokens(self) -> int | None:

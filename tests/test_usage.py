@@ -72,3 +72,9 @@ def test_a_record_usage_carries_its_stored_cost() -> None:
                           cost_usd=Decimal("0.5"))
     assert replace(worker, cost_usd=None).usage.cost is None
     assert WorkerRecord.from_dict(worker.to_dict()).usage.cost == Decimal("0.5")
+
+
+def test_the_repr_is_the_one_tutorials_print() -> None:
+    usage = Usage(1, 2, 0, 0, requests=1, cost=Decimal("0.5"))
+    assert repr(usage) == ("Usage(prompt_tokens=1, completion_tokens=2, cached_tokens=0, "
+                           "reasoning_tokens=0, requests=1)")
