@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -40,8 +40,13 @@ def worker_of_step(step: str) -> int | None:
 
 def _priced(record: CallRecord | WorkerRecord) -> None:
     """Keep ``record.usage.cost`` equal to its stored ``cost_usd`` (the one JSON field)."""
-    if record.usage.cost != record.cost_usd:
-        object.__setattr__(record, "usage", replace(record.usage, cost=record.cost_usd))
+    usage = record.usage
+    if usage.cost != record.cost_usd:
+        # Built directly, not with dataclasses.replace: every record read from a file
+        # passes here, and replace() would double what reading a run costs.
+        priced = Usage(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+                       usage.reasoning_tokens, usage.requests, record.cost_usd)
+        object.__setattr__(record, "usage", priced)
 
 
 @dataclass(frozen=True, slots=True)
