@@ -14,7 +14,7 @@ from typing import Any
 
 from common import KEY_ENV, TASK, child_env
 
-from swarmkit.testing.kernel import KernelSession
+from tests.support.kernel import KernelSession
 
 __all__ = ["dashboard_available", "kernel_swarm", "load_ext_in_kernel", "magic_available"]
 

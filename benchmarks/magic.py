@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from swarmkit.testing import FakeServer  # noqa: E402
-from swarmkit.testing.kernel import KernelSession, kernel_env  # noqa: E402
+from tests.support.kernel import KernelSession, kernel_env  # noqa: E402
 
 _SHELL_LOAD = (
     "import time\n"

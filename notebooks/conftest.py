@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit.testing.notebooks import offline_env
+from tests.support.notebooks import offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,9 +35,9 @@ import nbformat  # noqa: E402
 import swarmkit  # noqa: E402
 from swarmkit.export.exporter import ReplayNotebook  # noqa: E402
 from swarmkit.export.writer import execute_notebook  # noqa: E402
-from swarmkit.runrecord import Run  # noqa: E402
+from swarmkit.result import Run  # noqa: E402
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer  # noqa: E402
-from swarmkit.testing.notebooks import offline_env  # noqa: E402
+from tests.support.notebooks import offline_env  # noqa: E402
 
 LOCAL = ("the embedded local model (SmolLM2-135M-Instruct, a 135M-parameter model served "
          "by llama.cpp on the recording machine's CPU)")

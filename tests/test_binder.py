@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from swarmkit.testing.notebooks import offline_env, run_nbval
+from tests.support.notebooks import offline_env, run_nbval
 
 pytestmark = pytest.mark.slow
 

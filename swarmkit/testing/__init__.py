@@ -1,4 +1,4 @@
-"""Public test helpers: a loopback OpenAI-compatible server to run swarms against.
+"""Public test helpers, for testing your own swarms, sinks and notebooks without a key.
 
     from swarmkit.testing import FakeServer, FakeReply, Fault, FaultRule
 
@@ -6,7 +6,22 @@
         run = swarmkit.run_sync("task", base_url=s.base_url, api_key_env="ANY_VAR")
     assert s.count("worker-*") == 8
 
-``python -m swarmkit.testing --port 0`` runs one in the foreground (see ``__main__``).
+What is public (every name in ``__all__``; the README's "Testing your own swarms"):
+
+- ``FakeServer`` (``server``): a real OpenAI-compatible HTTP server on 127.0.0.1, with
+  scripted replies (``FakeReply``, ``FakeRequest``, ``ToolCallSpec``, ``default_reply``:
+  ``replies``), latency, per-key RPM/TPM limits and injected faults (``Fault``,
+  ``FaultRule``: ``faults``). ``python -m swarmkit.testing --port 0`` runs one alone.
+- ``swarm_shell()`` (``shell``): a real IPython shell with ``%load_ext swarmkit`` done.
+- ``run_problems(run)`` (``invariants``): every inconsistency in a Run; empty when sound.
+- ``synthetic_events()`` / ``synthetic_run()`` (``synthetic``): a deterministic,
+  realistic event stream (and the Run it folds into) at any scale, with no server: for
+  testing a ``Sink`` of your own (``swarmkit.run(sinks=...)``) or a display.
+- ``wait_until(condition)`` (``waiting``): poll for what another thread or process does
+  (a ``--background`` run, the server), without a fixed sleep.
+
+``_limits`` and ``_responses`` are FakeServer's own parts. The kernel and nbval drivers
+swarmkit's own tests use are not shipped: they live in the checkout's ``tests/support``.
 Needs the ``testing`` extra (aiohttp).
 """
 
@@ -25,6 +40,7 @@ from .replies import (
 )
 from .server import FakeServer, Handler
 from .shell import swarm_shell
+from .synthetic import synthetic_events, synthetic_run
 from .waiting import wait_until
 
 __all__ = [
@@ -42,5 +58,7 @@ __all__ = [
     "role_of_step",
     "run_problems",
     "swarm_shell",
+    "synthetic_events",
+    "synthetic_run",
     "wait_until",
 ]

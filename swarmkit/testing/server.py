@@ -22,8 +22,9 @@ from typing import Any
 
 from aiohttp import web
 
+from ._limits import RateLimiter
+from ._responses import abort, fault_response, json_error
 from .faults import Fault, FaultRule
-from .limits import RateLimiter
 from .replies import (
     FakeReply,
     FakeRequest,
@@ -33,7 +34,6 @@ from .replies import (
     estimate_tokens,
     stream_chunks,
 )
-from .responses import abort, fault_response, json_error
 
 __all__ = ["FakeServer", "Handler"]
 

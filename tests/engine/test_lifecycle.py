@@ -30,7 +30,7 @@ from swarmkit.testing import (
     swarm_shell,
     wait_until,
 )
-from swarmkit.testing.kernel import KernelSession, kernel_env
+from tests.support.kernel import KernelSession, kernel_env
 
 TIMEOUT = 60
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

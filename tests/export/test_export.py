@@ -30,8 +30,8 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
-from swarmkit.testing.notebooks import CLOSED_BASE_URL, offline_env, run_nbval
 from swarmkit.tools import tool
+from tests.support.notebooks import CLOSED_BASE_URL, offline_env, run_nbval
 
 pytestmark = pytest.mark.kernel
 

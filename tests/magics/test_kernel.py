@@ -17,7 +17,7 @@ import pytest
 from nbclient import NotebookClient
 
 from swarmkit.testing import FakeServer, wait_until
-from swarmkit.testing.kernel import KernelSession, kernel_env
+from tests.support.kernel import KernelSession, kernel_env
 
 pytestmark = pytest.mark.kernel
 

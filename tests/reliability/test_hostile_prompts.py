@@ -29,7 +29,7 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, role_of_step
-from swarmkit.testing.notebooks import run_nbval
+from tests.support.notebooks import run_nbval
 
 INJECTION = "<img src=x onerror=alert(1)>"
 

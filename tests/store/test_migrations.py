@@ -3,102 +3,35 @@ once and in order, a failing step changes nothing, a newer file is refused."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+import swarmkit
 from swarmkit.errors import StoreError
-from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.result import Run
 from swarmkit.store import Database, History
-from swarmkit.store.cassette import Cassette, RecordedCall
 from swarmkit.store.database import SCHEMA_VERSION
-from swarmkit.store.history import _cassette_job, _run_job
 from swarmkit.store.migrations import MIGRATIONS, Migration
-from swarmkit.usage import Usage
 
-# swarmkit 1's database._SCHEMA, copied verbatim: the file below is made the way 1.x
-# made it, independently of the migration that now claims to make the same schema.
-V1_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, task TEXT NOT NULL, started_at TEXT NOT NULL,
-    status TEXT NOT NULL, answer TEXT, error TEXT, duration REAL NOT NULL,
-    workers INTEGER NOT NULL, calls INTEGER NOT NULL, prompt_tokens INTEGER,
-    completion_tokens INTEGER, cost_usd TEXT, models TEXT NOT NULL, config TEXT NOT NULL,
-    run_json TEXT NOT NULL, saved REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_saved ON runs (saved);
-CREATE TABLE IF NOT EXISTS calls (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, step TEXT NOT NULL, role TEXT NOT NULL,
-    model TEXT NOT NULL, source TEXT NOT NULL, attempts INTEGER NOT NULL,
-    prompt_tokens INTEGER, completion_tokens INTEGER, cached_tokens INTEGER,
-    reasoning_tokens INTEGER, requests INTEGER NOT NULL, cost_usd TEXT,
-    started REAL NOT NULL, latency REAL NOT NULL, fingerprint TEXT NOT NULL,
-    occurrence INTEGER NOT NULL, error TEXT, status INTEGER,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS tool_calls (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, worker INTEGER NOT NULL, hop INTEGER NOT NULL,
-    call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, result TEXT,
-    error TEXT, started REAL NOT NULL, duration REAL NOT NULL, source TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS cassettes (
-    run_id TEXT PRIMARY KEY, cassette TEXT NOT NULL, saved REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cache (
-    fingerprint TEXT NOT NULL, occurrence INTEGER NOT NULL, model TEXT NOT NULL,
-    response TEXT NOT NULL, usage TEXT NOT NULL, created REAL NOT NULL,
-    PRIMARY KEY (fingerprint, occurrence)
-);
-"""
-RUN_ID = "v1run0001"
-
-
-def saved_run() -> Run:
-    call = CallRecord(step="worker-1", role="worker", model="m", source="live",
-                      usage=Usage(10, 5, 0, 0, 1), cost_usd=Decimal("0.01"), started=0.1,
-                      latency=0.2, attempts=1, fingerprint="f" * 64, error=None)
-    tool = ToolCallRecord(worker=1, hop=1, call_id="c1", tool="lookup", arguments="{}",
-                          result="ok", error=None, started=0.15, duration=0.01)
-    worker = WorkerRecord(index=1, task="sub", status="completed", output="done",
-                          usage=call.usage, cost_usd=call.cost_usd, calls=1)
-    return Run(run_id=RUN_ID, task="task", config={"worker": {"model": "m"}},
-               started_at="2026-01-01T00:00:00+00:00", status="completed", plan=["sub"],
-               workers=[worker], calls=[call], tool_calls=[tool], answer="done",
-               duration=1.25)
-
-
-def saved_cassette() -> Cassette:
-    call = RecordedCall(step="worker-1", role="worker", fingerprint="f" * 64, occurrence=0,
-                        request={"model": "m", "messages": []},
-                        response={"content": "done", "usage": None, "tool_calls": None,
-                                  "finish_reason": "stop", "model": "m"},
-                        source="live", started=0.1, latency=0.2, attempts=1,
-                        cost_usd=Decimal("0.01"))
-    return Cassette(run={"run_id": RUN_ID, "started_at": "2026-01-01T00:00:00+00:00",
-                         "task": "task", "duration": 1.25}, calls=(call,))
+# A real swarmkit 1 history (schema 1, no _migrations table) as SQL text: made by running a
+# swarm with the swarmkit of the commit before migrations existed, then iterdump. Loading
+# it gives the same sqlite_master and rows that swarmkit 1 left on disk, independently of
+# today's schema code and row writers.
+V1_DUMP = Path(__file__).with_name("data") / "history-v1.sql"
+RUN_ID = "721591fde7da"
+ANSWER = "Final answer merging 2 results"
 
 
 def make_v1_file(path: Path) -> Path:
-    """A history file as swarmkit 1's Database made it, holding one saved run and its
-    cassette (written by the row writers 1.x used, unchanged since)."""
+    """A history file as swarmkit 1 left it: WAL, schema 1, one run with its calls, tool
+    calls, cassette and cache rows."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        for statement in V1_SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute("INSERT INTO meta VALUES ('schema', ?)", ("1",))
-        conn.execute("COMMIT")
-        conn.execute("BEGIN IMMEDIATE")
-        _run_job(saved_run(), {})(conn)
-        _cassette_job(saved_cassette(), {})(conn)
-        conn.execute("COMMIT")
+        conn.executescript(V1_DUMP.read_text(encoding="utf-8"))
     finally:
         conn.close()
     return path
@@ -134,19 +67,49 @@ def meta_version(path: Path) -> str:
     return str(rows(path, "SELECT value FROM meta WHERE key = 'schema'")[0][0])
 
 
+def test_the_v1_file_is_what_swarmkit_1_wrote(tmp_path: Path) -> None:
+    path = make_v1_file(tmp_path / "history.db")
+    assert meta_version(path) == "1"
+    assert not rows(path, "SELECT name FROM sqlite_master WHERE name = '_migrations'")
+    counts = [rows(path, f"SELECT count(*) FROM {t}")[0][0]
+              for t in ("runs", "calls", "tool_calls", "cassettes", "cache")]
+    assert counts == [1, 6, 2, 1, 6]
+
+
 def test_a_v1_file_opens_with_its_run_calls_and_cassette_intact(tmp_path: Path) -> None:
     path = make_v1_file(tmp_path / "history.db")
     before = dump(path)
+    stored = json.loads(str(rows(path, "SELECT run_json FROM runs")[0][0]))
     with History(path) as history:
-        assert history.load_run(RUN_ID).to_dict() == saved_run().to_dict()
-        assert history.calls(RUN_ID) == saved_run().calls
-        assert history.tool_calls(RUN_ID) == saved_run().tool_calls
+        [summary] = history.recent(5)
+        assert (summary.run_id, summary.status, summary.workers, summary.calls) == (
+            RUN_ID, "completed", 2, 6)
+        assert summary.cost_usd == Decimal("0.0003696")
+        assert summary.task == "Where are orders A-1001 and A-1002?"
+        run = history.load_run(RUN_ID[:4])
+        assert run.to_dict() == stored
+        assert history.calls(RUN_ID) == run.calls and len(run.calls) == 6
+        assert history.tool_calls(RUN_ID) == run.tool_calls
+        assert [(t.tool, t.arguments) for t in run.tool_calls] == [
+            ("lookup", '{"order_id": "A-1001"}')] * 2
         cassette = history.cassette(RUN_ID)
-        assert cassette is not None and cassette.to_dict() == saved_cassette().to_dict()
+        assert cassette is not None
+        assert [c.step for c in cassette.calls] == [c.step for c in run.calls]
     assert meta_version(path) == str(SCHEMA_VERSION) == str(len(MIGRATIONS))
     assert applied(path) == [m.name for m in MIGRATIONS]
-    # Recognised as already at 1: nothing re-run, no row or table of 1.x changed.
+    # Recognised as already at 1: nothing re-run, no row or table of 1.x changed (the
+    # cache rows included).
     assert [line for line in dump(path) if "_migrations" not in line] == before
+
+
+def test_a_run_from_a_v1_file_loads_as_a_run_with_tables(tmp_path: Path) -> None:
+    path = make_v1_file(tmp_path / "history.db")
+    run = swarmkit.load_run(RUN_ID, history_path=path)
+    assert isinstance(run, swarmkit.Run)
+    assert (run.status, run.answer, run.usage.prompt_tokens) == ("completed", ANSWER, 500)
+    tables = run.tables()
+    assert "completed" in tables.worker_table() and "lookup" in tables.tool_table()
+    assert RUN_ID in str(run)
 
 
 def test_a_v1_file_is_recognised_as_at_1_without_running_the_first_migration(
@@ -229,7 +192,7 @@ def test_a_failing_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     assert "nothing was changed" in message and "History.reset(" in message
     assert dump(path) == before  # no _migrations table, no note column, no meta change
     with History(path) as history:  # and the real list still opens it
-        assert history.load_run(RUN_ID).answer == "done"
+        assert history.load_run(RUN_ID).answer == ANSWER
 
 
 def test_a_migration_that_commits_its_transaction_is_refused(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """``KernelSession``: a real Jupyter kernel to run cells in, for tests and benchmarks.
 
+Test-only (not shipped in swarmkit): swarmkit's kernel tests and ``benchmarks/`` use it.
+
     with KernelSession(env=kernel_env(history=tmp / "history.db")) as kernel:
         reply, printed = kernel.execute("%load_ext swarmkit")
         reply, printed = kernel.execute(cell, on_busy=maybe_interrupt)
@@ -22,9 +24,9 @@ from typing import Any
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-__all__ = ["KernelSession", "kernel_env"]
+from tests.support.notebooks import package_root
 
-_ROOT = Path(__file__).resolve().parent.parent.parent
+__all__ = ["KernelSession", "kernel_env"]
 
 
 def kernel_env(history: Path | None = None, **extra: str) -> dict[str, str]:
@@ -38,7 +40,8 @@ def kernel_env(history: Path | None = None, **extra: str) -> dict[str, str]:
     try:
         importlib.metadata.distribution("swarmkit")
     except importlib.metadata.PackageNotFoundError:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
+        paths = [str(package_root()), env.get("PYTHONPATH")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     if history is not None:
         env["SWARMKIT_HISTORY"] = str(history)
     env.update(extra)

@@ -4,6 +4,9 @@
 ``SWARMKIT_*`` defaults, and the default endpoint on a closed local port, so a notebook
 that tried to reach a model would fail rather than pass by luck. ``run_nbval`` runs
 nbval on notebooks in a subprocess with that environment.
+
+Test-only (not shipped in swarmkit): the tests, ``notebooks/conftest.py`` and
+``notebooks/record.py`` use it.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..export.writer import CLOSED_BASE_URL
+import swarmkit
+from swarmkit.export.writer import CLOSED_BASE_URL
 
 __all__ = ["CLOSED_BASE_URL", "offline_env", "package_root", "run_nbval"]
 
 
-
 def package_root() -> Path:
     """The folder that holds the ``swarmkit`` package this process imported."""
-    return Path(__file__).resolve().parent.parent.parent
+    return Path(swarmkit.__file__).resolve().parent.parent
 
 
 def _is_key_variable(name: str) -> bool:
