@@ -222,7 +222,8 @@ class StreamScrubber:
         return _forms(out, self._secrets) if out else ""
 
 
-def one_line(text: str, limit: int) -> str:
-    """``text`` with its whitespace collapsed, cut to ``limit`` characters."""
-    flat = _SPACE.sub(" ", text).strip()
+def one_line(text: str | None, limit: int) -> str:
+    """``text`` with its whitespace collapsed, cut to ``limit`` characters (an ellipsis
+    last); None is "". Every clipped cell and message goes through here."""
+    flat = _SPACE.sub(" ", text or "").strip()
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..provider.hints import advice
 from ..records import worker_of_step
 
 if TYPE_CHECKING:
@@ -33,17 +34,7 @@ _HINTS = {
 def hint_for(reason: str | None, status: int | None) -> str:
     """What to do about a failure of kind ``reason`` whose last HTTP status was ``status``."""
     if reason == "provider" or (reason is None and status is not None):
-        if status in (401, 403):
-            return "set-up mistake: check the API key (its variable name and its value)"
-        if status == 404:
-            return "set-up mistake: check the model name and the base URL"
-        if status == 429:
-            return "rate limited: lower the concurrency or wait"
-        if status is not None and 400 <= status < 500:
-            return "set-up mistake: the server refused the request; check model and options"
-        if status is not None and status >= 500:
-            return "the server failed: try again later or lower the concurrency"
-        return "the provider could not be reached: check the base URL and the network"
+        return advice(status).display
     return _HINTS.get(reason or "", "")
 
 

@@ -16,8 +16,10 @@ try:  # wraps by display width (wide characters take two columns)
 except ImportError:  # pragma: no cover - an old wcwidth, or none: wrap by characters
     from textwrap import wrap
 
+from ..credentials.scrub import one_line
 from ..runrecord import RunRecord
 from ..store.history import RunSummary
+from .rendered import Rendered
 from .tables import format_cost, format_tokens
 
 __all__ = ["RunDiff", "RunListing"]
@@ -37,13 +39,8 @@ def _wrapped(value: Any, width: int) -> str:
     return "\n".join("\n".join(wrap(line, width)) for line in text.splitlines() if line.strip())
 
 
-def _clip(text: str | None, width: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-class _Rendered:
-    """Shared display plumbing: ``text()``/``html()`` come from ``sections()``."""
+class _Sections(Rendered):
+    """A title and titled tables: ``text()``/``html()`` come from ``sections()``."""
 
     def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
         raise NotImplementedError
@@ -70,17 +67,8 @@ class _Rendered:
         parts.append("</div>")
         return "\n".join(parts)
 
-    def _repr_html_(self) -> str:
-        return self.html()
 
-    def __str__(self) -> str:
-        return self.text()
-
-    def __repr__(self) -> str:
-        return self.text()
-
-
-class RunListing(_Rendered):
+class RunListing(_Sections):
     """``%swarm history``: the most recent runs, newest first."""
 
     HEADERS = ("run", "started", "status", "workers", "calls", "tokens in", "tokens out",
@@ -101,13 +89,13 @@ class RunListing(_Rendered):
             (r.run_id, r.started_at.replace("T", " ").removesuffix("+00:00"), r.status,
              r.workers, r.calls, format_tokens(r.prompt_tokens),
              format_tokens(r.completion_tokens), format_cost(r.cost_usd),
-             f"{r.duration:.2f}s", _clip(r.task, _TASK_WIDTH))
+             f"{r.duration:.2f}s", one_line(r.task, _TASK_WIDTH))
             for r in self.runs
         ]
         return [("", self.HEADERS, rows)]
 
 
-class RunDiff(_Rendered):
+class RunDiff(_Sections):
     """``%swarm diff A B``: plan, per-worker spend and outputs, and answers side by side."""
 
     def __init__(self, a: RunRecord, b: RunRecord) -> None:
@@ -130,7 +118,7 @@ class RunDiff(_Rendered):
             cached = sum(1 for c in run.calls if c.source == "cache")
             usage = run.usage
             return [
-                run.status, run.started_at, _clip(run.task, _TASK_WIDTH),
+                run.status, run.started_at, one_line(run.task, _TASK_WIDTH),
                 " / ".join(run.models.values()),
                 f"{len(run.calls)} ({cached} cached)" if cached else str(len(run.calls)),
                 f"{format_tokens(usage.prompt_tokens)} / "
@@ -148,7 +136,7 @@ class RunDiff(_Rendered):
         for i in range(size):
             left = self.a.plan[i] if i < len(self.a.plan) else ""
             right = self.b.plan[i] if i < len(self.b.plan) else ""
-            rows.append((i + 1, _clip(left, _TASK_WIDTH), _clip(right, _TASK_WIDTH),
+            rows.append((i + 1, one_line(left, _TASK_WIDTH), one_line(right, _TASK_WIDTH),
                          "same" if left == right else "differs"))
         return rows
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 
+from ..credentials.scrub import one_line
 from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
 from .livestate import MAX_ROWS, SECTIONS, LiveState, WorkerLive
 from .tablefmt import Markup, clipped, html_table
-from .tables import clip, format_cost, format_tokens
+from .tables import format_cost, format_tokens
 from .theme import COLOURS, STYLE, row_class
 
 __all__ = ["render_changed", "render_section"]
@@ -78,7 +79,7 @@ def _header(state: LiveState) -> str:
     lines = [
         f'{STYLE}{_OPEN}<b>swarm</b> · <b style="color:{COLOURS[colour].css}">'
         f"{_esc(state.status)}</b> · {state.now:.1f}s",
-        f"<br>task: {_esc(clip(state.task, 160))}",
+        f"<br>task: {_esc(one_line(state.task, 160))}",
         f"<br>{model_text} · concurrency {limits}",
         f"<br>{state.calls} calls · tokens {format_tokens(state.prompt_tokens)} in / "
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
@@ -115,7 +116,7 @@ def _plan(state: LiveState) -> str:
     if not state.plan:
         return f"{_OPEN}plan: waiting for the planner…</div>"
     cut_note = f", cut from {state.plan_cut_from}" if state.plan_cut_from else ""
-    items = "".join(f"<li>{_esc(clip(t, 140))}</li>" for t in state.plan[:MAX_PLAN_ITEMS])
+    items = "".join(f"<li>{_esc(one_line(t, 140))}</li>" for t in state.plan[:MAX_PLAN_ITEMS])
     more = len(state.plan) - MAX_PLAN_ITEMS
     more_note = f"<li>… {more} more</li>" if more > 0 else ""
     raw = ""
@@ -197,7 +198,7 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
     """The task, one line; it opens on the worker's drill-down once it has started."""
     if isinstance(worker.finished_cell, Markup):
         return worker.finished_cell
-    summary = clip(worker.task, 48)
+    summary = one_line(worker.task, 48)
     if worker.started is None and worker.record is None:
         return clipped(worker.task, 48)
     from ..engine.worker import worker_messages
@@ -224,7 +225,7 @@ def _tools(state: LiveState) -> str:
     cells = []
     for t in reversed(state.tools):
         result = f"error: {t.error}" if t.error else (t.result or "")
-        cells.append((t.worker, t.tool, clip(t.arguments, 60), clip(result, 60),
+        cells.append((t.worker, t.tool, one_line(t.arguments, 60), one_line(result, 60),
                       f"{t.duration:.3f}s"))
     title = f"<b>tool calls: {state.tool_count}</b>{errors} · latest {len(state.tools)}"
     return _table(title, ("worker", "tool", "arguments", "result", "duration"), cells)

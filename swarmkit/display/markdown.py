@@ -16,7 +16,8 @@ import re
 __all__ = ["MAX_MARKDOWN_CHARS", "MAX_MARKDOWN_LINES", "MAX_QUOTE_DEPTH", "markdown_html"]
 
 # Past either size an answer is shown as escaped plain text: rendering is linear, but
-# Python's cost per line would take a 1 MB answer of short lines well past a second.
+# Python's cost per line would make a huge answer of short lines slow to show
+# (benchmarks/README.md, "Rendering hostile answers").
 MAX_MARKDOWN_CHARS = 200_000
 MAX_MARKDOWN_LINES = 10_000
 

@@ -2,9 +2,9 @@
 
 A display shows at most ``DISPLAY_ROWS`` rows of a table, as pandas does
 (display.max_rows): the first and the last few, and every row that needs attention (a
-worker that did not complete, a tool call that failed). A 1,000-worker run's display was
-otherwise ~450 KB of HTML and text in the notebook, and most of the time the cell's end
-took. The whole table is one call away: ``run.tables().worker_table()``.
+worker that did not complete, a tool call that failed), so a large run's display stays
+small in the notebook and quick to build (benchmarks/README.md). The whole table is one
+call away: ``run.tables().worker_table()``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Table layout: tabulate's text and HTML byte for byte, fast, and a themed HTML table.
+"""Table layout: tabulate's text for the text views, and a themed HTML table.
 
 ``render_table`` is ``tabulate(..., disable_numparse=True)`` for the text views.
 ``html_table`` is the HTML the displays show: CSS classes for the theme
-(``swarmkit.display.theme``),
-text columns left-aligned and numbers right-aligned (JupyterLab right-aligns every cell
-otherwise), rows classed by status, and cells that may carry pre-rendered HTML.
+(``swarmkit.display.theme``), text columns left-aligned and numbers right-aligned
+(JupyterLab right-aligns every cell otherwise), rows classed by status, and cells that
+may carry pre-rendered HTML.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-try:  # what tabulate measures cell widths with when it is installed (wide characters)
-    from wcwidth import wcswidth as _text_width
-except ImportError:  # pragma: no cover - tabulate then measures with len too
-    _text_width = len
+from ..credentials.scrub import one_line
 
 __all__ = ["NUMERIC", "Markup", "clipped", "html_table", "render_table"]
 
@@ -40,10 +37,10 @@ class Markup:
 
 def clipped(text: str | None, width: int) -> Markup:
     """``text`` on one line cut to ``width``, with the whole text on hover (``title``)."""
-    flat = " ".join((text or "").split())
-    if len(flat) <= width:
+    flat = one_line(text, len(text or ""))  # collapsing never lengthens: not cut
+    short = one_line(flat, width)
+    if short == flat:
         return Markup(html.escape(flat, quote=True), flat)
-    short = flat[: width - 1] + "…"
     return Markup(f'<span title="{html.escape(flat, quote=True)}">'
                   f"{html.escape(short, quote=True)}</span>", short)
 
@@ -90,54 +87,5 @@ def html_table(
 
 
 def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:
-    """``tabulate(rows, headers, tablefmt=fmt, disable_numparse=True)``, byte for byte.
-
-    tabulate infers a type for every cell, which is most of the time a 1,000-worker
-    run's final display takes. Cells that it prints as they are (one printable line, no
-    whitespace at either end) in the ``simple`` and ``html`` formats are laid out here,
-    measured as tabulate measures them; anything else goes to tabulate.
-    """
-    cells = _verbatim_cells(rows)
-    if cells is None or fmt not in ("simple", "html"):
-        return str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
-    # Every column is text (numbers are not parsed), so everything is left-aligned;
-    # tabulate pads the headers by two.
-    widths = [len(header) + 2 for header in headers]
-    for row in cells:
-        for column, (_, width) in enumerate(row):
-            widths[column] = max(widths[column], width)
-
-    def line(row: list[tuple[str, int]], cell: str, sep: str) -> str:
-        return sep.join(cell.format(text + " " * (widths[i] - width))
-                        for i, (text, width) in enumerate(row))
-
-    head = [(h, len(h)) for h in headers]
-    if fmt == "simple":
-        lines = [line(head, "{}", "  ").rstrip(), "  ".join("-" * w for w in widths)]
-        lines += [line(row, "{}", "  ").rstrip() for row in cells]
-        return "\n".join(lines)
-    escaped = [[(html.escape(text, quote=True), width) for text, width in row] for row in cells]
-    lines = [f"<table>\n<thead>\n<tr>{line(head, '<th>{}</th>', '')}</tr>\n</thead>\n<tbody>"]
-    lines += [f"<tr>{line(row, '<td>{}</td>', '')}</tr>" for row in escaped]
-    lines.append("</tbody>\n</table>")
-    return "\n".join(lines)
-
-
-def _verbatim_cells(rows: Sequence[Sequence[Any]]) -> list[list[tuple[str, int]]] | None:
-    """Each cell's text and display width, or None if tabulate would change any cell."""
-    cells = []
-    for row in rows:
-        texts = []
-        for value in row:
-            if not isinstance(value, str | int) or isinstance(value, bool):
-                return None
-            text = str(value)
-            if not text.isprintable() or text != text.strip():
-                return None
-            # Printable ASCII is one column a character; only the rest needs wcwidth.
-            width = len(text) if text.isascii() else _text_width(text)
-            if width < 0:
-                return None
-            texts.append((text, width))
-        cells.append(texts)
-    return cells
+    """The text views' layout: every cell as written (numbers are not parsed)."""
+    return str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))

@@ -16,8 +16,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
+from ..credentials.scrub import one_line
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
+from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, html_table, render_table
 from .theme import STYLE, row_class
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from ..usage import Usage
 
 __all__ = [
-    "DISPLAY_ROWS", "RunTables", "clip", "displayed_rows", "format_cost", "format_tokens",
+    "DISPLAY_ROWS", "RunTables", "displayed_rows", "format_cost", "format_tokens",
     "render_table",
 ]
 
@@ -53,13 +55,7 @@ def format_tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-def clip(text: str | None, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-class RunTables:
+class RunTables(Rendered):
     """Renders one RunRecord. ``text()`` is what terminals and nbval's text/plain see."""
 
     WORKER_HEADERS = (
@@ -155,7 +151,7 @@ class RunTables:
 
     def failure_lines(self) -> list[str]:
         """One line per shown worker that did not complete: status, error and hint."""
-        return [clip(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
+        return [one_line(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
                      _FAILURE_WIDTH) for f in self._failures.values()]
 
     def text(self) -> str:
@@ -190,7 +186,7 @@ class RunTables:
         parts = [
             f'<div class="swarmkit swarmkit-run">{STYLE}',
             f"<p><b>{html.escape(self.totals())}</b></p>",
-            f"<p>task: {html.escape(clip(run.task, _TASK_HEADER_WIDTH))}</p>",
+            f"<p>task: {html.escape(one_line(run.task, _TASK_HEADER_WIDTH))}</p>",
         ]
         if run.error:
             parts.append(f'<p class="sk-error">error: {html.escape(run.error)}</p>')
@@ -238,7 +234,7 @@ class RunTables:
             worker = workers[position]
             failure = failures.get(position)
             cells = _worker_row(worker)
-            summary = clip(worker.task, _TASK_WIDTH)
+            summary = one_line(worker.task, _TASK_WIDTH)
             task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
                                          summary), summary)
             why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
@@ -268,9 +264,9 @@ class RunTables:
             "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
         }
 
-    def mime_bundle(self) -> tuple[dict[str, str], dict[str, Any]]:
-        """``(data, metadata)`` for ``IPython.display.display(data, metadata=..., raw=True)``."""
-        data = {"text/html": self.html(), "text/plain": self.text()}
+    def mime_bundle(self) -> Bundle:
+        """The run's display, with its provenance as the output's metadata."""
+        data, _ = super().mime_bundle()
         return data, {"swarmkit": self.metadata()}
 
 
@@ -278,7 +274,7 @@ def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
     calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
     return (
         w.index,
-        clip(w.task, _TASK_WIDTH),
+        one_line(w.task, _TASK_WIDTH),
         w.status_label,
         calls,
         w.attempts,
@@ -296,8 +292,8 @@ def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
         t.worker,
         t.hop,
         t.tool,
-        clip(t.arguments, _CELL_WIDTH),
-        clip(t.result, _CELL_WIDTH),
-        clip(t.error, _CELL_WIDTH) or "",
+        one_line(t.arguments, _CELL_WIDTH),
+        one_line(t.result, _CELL_WIDTH),
+        one_line(t.error, _CELL_WIDTH) or "",
         f"{t.duration:.3f}s",
     )

@@ -10,13 +10,12 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..display.rendered import Bundle, Rendered
+
 if TYPE_CHECKING:
     from ..result import Run
 
 __all__ = ["SmallTable", "publish", "run_bundle"]
-
-Bundle = tuple[dict[str, str], dict[str, Any]]
-
 
 def run_bundle(run: Run) -> Bundle:
     """The run's static MIME bundle and its output metadata."""
@@ -39,7 +38,7 @@ def publish(bundle: Bundle, display_id: str | None = None, *, update: bool = Fal
         display(data, raw=True, metadata=metadata, display_id=display_id)
 
 
-class SmallTable:
+class SmallTable(Rendered):
     """A titled table that renders as text in terminals and HTML in notebooks."""
 
     def __init__(
@@ -50,7 +49,7 @@ class SmallTable:
         self.rows = [tuple(row) for row in rows]
         self.note = note
 
-    def __repr__(self) -> str:
+    def text(self) -> str:
         from tabulate import tabulate
 
         body = tabulate(self.rows, headers=self.headers, tablefmt="simple",
@@ -61,9 +60,9 @@ class SmallTable:
         return "\n".join(parts)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
+        printer.text(self.text())
 
-    def _repr_html_(self) -> str:
+    def html(self) -> str:
         from tabulate import tabulate
 
         body = tabulate(

@@ -175,8 +175,8 @@ class OpenAIProvider:
             if request.stream:
                 return await self._streamed(client, endpoint, body, headers, on_delta)
             # Not chat.completions.create(): it re-walks the body against the SDK's typed
-            # params and builds pydantic models of the reply, about 40% of a call's CPU
-            # (benchmarks/README.md). The body is plain JSON already; decode reads JSON.
+            # params and builds pydantic models of the reply, a large share of a call's
+            # CPU (benchmarks/README.md). The body is plain JSON already; decode reads JSON.
             completion = await client.post(
                 "/chat/completions", body=body, cast_to=object,
                 options={"headers": headers, "security": {"bearer_auth": True}},

@@ -8,14 +8,11 @@ from servers can be scrubbed) and never recorded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import importlib
 import ipaddress
 import logging
 import os
 import ssl
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +117,6 @@ class EndpointClients:
         """The SDK client for ``endpoint``, made on its first call."""
         client = self._clients.get((endpoint.base_url, endpoint.key_env))
         if client is None:
-            if not all(name in sys.modules for name in _HTTP_STACK):
-                await asyncio.to_thread(_import_http_stack)
             import openai
 
             tls = _plain_http_tls(endpoint.base_url) or await asyncio.to_thread(_tls_context)
@@ -138,9 +133,10 @@ class EndpointClients:
                     default_headers=userinfo_auth or None,
                     max_retries=0,
                     timeout=self.config.call_timeout,
-                    # The SDK's aiohttp transport (openai[aiohttp]): at 20-100 calls in
-                    # flight it takes ~30% less client CPU per call than the default
-                    # httpx2 pool, and that CPU is on every wave's critical path.
+                    # The SDK's aiohttp transport (openai[aiohttp]): with many calls in
+                    # flight it takes less client CPU per call than the default httpx2
+                    # pool (benchmarks/README.md), and that CPU is on every wave's
+                    # critical path.
                     http_client=openai.DefaultAioHttpClient(verify=tls),
                 ),
             )
@@ -152,25 +148,11 @@ class EndpointClients:
             await client.close()
 
 
-# The SDK, and what it imports only on the first client and the first request: ~0.4 s
-# plus ~40 ms, all of it kept off the event loop by importing it in a thread up front.
-_HTTP_STACK = (
-    "openai", "aiohttp", "openai._vendor.httpx_aiohttp.transport",
-    "httpcore2", "h11", "anyio._backends._asyncio", "truststore",
-)
-
-
-def _import_http_stack() -> None:
-    for name in _HTTP_STACK:
-        with contextlib.suppress(ImportError):  # a layout change only loses the head start
-            importlib.import_module(name)
-
-
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """One verifying TLS context per process, shared by every client.
 
-    Each new client would otherwise load the CA bundle again (30-60 ms), and there is a
+    Each new client would otherwise load the CA bundle again, and there is a
     new client per endpoint for every run.
     """
     import httpx2

@@ -1,8 +1,15 @@
-"""What to do about a failed HTTP call: the hint every ProviderError ends with."""
+"""What to do about a failed HTTP call: one table, said in two places.
+
+Every ProviderError ends with ``error`` advice (``{key_env}`` is filled in with the key's
+name); a worker that failed without advice of its own shows the ``display`` form in the
+run's tables (``swarmkit.display.failures``).
+"""
 
 from __future__ import annotations
 
-__all__ = ["HINT_DOWN", "RETRYABLE_STATUS", "http_hint"]
+from dataclasses import dataclass
+
+__all__ = ["HINT_DOWN", "RETRYABLE_STATUS", "Advice", "advice", "http_hint"]
 
 # Worth another attempt besides every 5xx: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -10,14 +17,39 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 HINT_DOWN = "the server may be down or overloaded; try again later"
 
 
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """What to do about one kind of failed call."""
+
+    error: str  # ends the ProviderError's message
+    display: str  # a failed worker's hint in the tables
+
+
+_KEY = Advice("check the key in ${key_env} and that it may use this model",
+              "set-up mistake: check the API key (its variable name and its value)")
+_MODEL = Advice("check the model name and base_url",
+                "set-up mistake: check the model name and the base URL")
+_RATE = Advice("lower concurrency, set rpm/tpm, or try again later",
+               "rate limited: lower the concurrency or wait")
+_DOWN = Advice(HINT_DOWN, "the server failed: try again later or lower the concurrency")
+_REFUSED = Advice("the request was refused as sent; check the model's options",
+                  "set-up mistake: the server refused the request; check model and options")
+_UNREACHED = Advice(HINT_DOWN,
+                    "the provider could not be reached: check the base URL and the network")
+_BY_STATUS = {401: _KEY, 403: _KEY, 404: _MODEL, 429: _RATE}
+
+
+def advice(status: int | None) -> Advice:
+    """The advice for a call whose HTTP status was ``status`` (None: no answer; below
+    400 the failure came after the answer's status, so the status tells nothing)."""
+    if status is None or status < 400:
+        return _UNREACHED
+    found = _BY_STATUS.get(status)
+    if found is not None:
+        return found
+    return _DOWN if status >= 500 or status in RETRYABLE_STATUS else _REFUSED
+
+
 def http_hint(status: int) -> str:
-    """What to do about an HTTP error; ``{key_env}`` is filled in with the key's name."""
-    if status in (401, 403):
-        return "check the key in ${key_env} and that it may use this model"
-    if status == 404:
-        return "check the model name and base_url"
-    if status == 429:
-        return "lower concurrency, set rpm/tpm, or try again later"
-    if status >= 500 or status in RETRYABLE_STATUS:
-        return HINT_DOWN
-    return "the request was refused as sent; check the model's options"
+    """What a ProviderError for an HTTP error says to do."""
+    return advice(status).error

@@ -6,8 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import swarmkit
 from swarmkit.display.tables import RunTables
@@ -98,31 +96,6 @@ def test_many_workers_scroll_inside_the_output() -> None:
     page = synthetic_run(50, concurrency=20).tables().html()
     assert '<div class="sk-scroll" style="max-height:420px;overflow:auto">' in page
     assert _worker_table(page).count("<tr") == 51  # up to DISPLAY_ROWS, every worker
-
-
-# render_table: the fast layout must equal tabulate's, byte for byte ---------------------
-
-_CELL = st.one_of(
-    st.integers(min_value=-10**6, max_value=10**9),
-    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8),
-    st.sampled_from(["", "  padded ", "tab\there", "naïve", "宽字符", "clipped…", "🙂",
-                     "e\u0301", "\x1b[31mred\x1b[0m",
-                     "a & <b> \"q\" 'x'", "$0.000012", "1,234", "0.10s", "line\nbreak"]),
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(rows=st.lists(st.lists(_CELL, min_size=3, max_size=3), max_size=6),
-       fmt=st.sampled_from(["simple", "html"]))
-def test_render_table_equals_tabulate(rows: list[list[object]], fmt: str) -> None:
-    from tabulate import tabulate
-
-    from swarmkit.display.tables import render_table
-
-    headers = ("worker", "a task", "x")
-    expected = str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
-    assert render_table(rows, headers, fmt) == expected
 
 
 def test_a_long_run_displays_the_first_last_and_unfinished_workers_and_keeps_them_all() -> None:
