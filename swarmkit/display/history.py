@@ -6,6 +6,7 @@ Both render as text (terminals, nbval's text/plain) and HTML, from plain data on
 from __future__ import annotations
 
 import html
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,11 +43,13 @@ def _wrapped(value: Any, width: int) -> str:
 class _Sections(Rendered):
     """A title and titled tables: ``text()``/``html()`` come from ``sections()``."""
 
+    @abstractmethod
     def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
-        raise NotImplementedError
+        """Each table: its heading ("" for none), its headers and its rows."""
 
+    @abstractmethod
     def title(self) -> str:
-        raise NotImplementedError
+        """The line above the tables."""
 
     def text(self) -> str:
         parts = [self.title(), ""]

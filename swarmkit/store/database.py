@@ -174,12 +174,6 @@ class Database:
                 self._conn.close()
                 self._conn = None
 
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def reset_database(path: str | Path) -> Path:
     """Move a (corrupt) database aside as ``<name>.corrupt-<n>``; return where it went.

@@ -155,13 +155,10 @@ class History:
         """:meth:`save` on the background writer: returns at once."""
         self.db.write_later(_run_job(run, dict(secrets or {})), on_error, deferrable=True)
 
-    def save_cassette(self, cassette: Cassette, secrets: Mapping[str, str] | None = None) -> None:
-        """Keep a run's cassette, so any past run can be replayed or exported."""
-        with self.db.transaction() as conn:
-            _cassette_job(cassette, secrets or {})(conn)
-
     def save_cassette_later(self, cassette: Cassette, secrets: Mapping[str, str] | None = None,
                             on_error: ErrorHandler = _warn) -> None:
+        """Keep a run's cassette (on the background writer), so any past run can be
+        replayed or exported."""
         self.db.write_later(_cassette_job(cassette, dict(secrets or {})), on_error,
                             deferrable=True)
 
