@@ -247,9 +247,10 @@ class SinkRelay:
     """A Sink that holds a run's events until the sink that shows them exists.
 
     The magic starts the run first and builds the dashboard while the planner's call is
-    in flight: making its widgets (~20 ms of comm traffic in a kernel) then costs the
-    run nothing. ``attach`` hands over the held events in order, then passes the rest
-    through; ``attach(None)`` drops them (no live view after all).
+    in flight: making its widgets (comm traffic in a kernel) then costs the run nothing
+    (benchmarks/README.md, "Machinery kept and dropped"). ``attach`` hands over the held
+    events in order, then passes the rest through; ``attach(None)`` drops them (no live
+    view after all).
     """
 
     def __init__(self) -> None:
