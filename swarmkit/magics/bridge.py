@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
     from ..config.swarm import SwarmConfig
     from ..engine.swarm import Engine
-    from ..events import Event, Sink
+    from ..events import Sink
     from ..result import Run
 
-__all__ = ["CANCEL_GRACE", "SinkRelay", "SwarmHandle", "summary_line"]
+__all__ = ["CANCEL_GRACE", "SwarmHandle", "summary_line"]
 
 # How long a cancelled run may take to hand back its partial Run before we stop waiting.
 CANCEL_GRACE = 2.0
@@ -241,54 +241,6 @@ class SwarmHandle:
         if first:
             self.add_done_callback(lambda handle: update_display(
                 {"text/plain": repr(handle)}, raw=True, display_id=handle._display_id))
-
-
-class SinkRelay:
-    """A Sink that holds a run's events until the sink that shows them exists.
-
-    The magic starts the run first and builds the dashboard while the planner's call is
-    in flight: making its widgets (comm traffic in a kernel) then costs the run nothing
-    (benchmarks/README.md, "Machinery kept and dropped"). ``attach`` hands over the held
-    events in order, then passes the rest through; ``attach(None)`` drops them (no live
-    view after all).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: list[Event] | None = []
-        self._sink: Sink | None = None
-        self.call_started = threading.Event()  # the run's first model call is going out
-
-    def wait_for_first_call(self, handle: SwarmHandle, limit: float = 1.0) -> None:
-        """Wait (in short slices, so an interrupt lands) until the first call goes out,
-        the run ends, or ``limit`` seconds pass: then the network wait is under way."""
-        deadline = time.monotonic() + limit
-        while not self.call_started.wait(0.02):
-            if handle.done() or time.monotonic() > deadline:
-                return
-
-    def on_event(self, event: Event) -> None:
-        sink = self._sink  # set only once the held events are handed over
-        if sink is not None:  # the rest of the run: no lock, no check, on the loop thread
-            sink.on_event(event)
-            return
-        with self._lock:
-            if self._held is not None:
-                self._held.append(event)
-                if event.kind == "call_started":
-                    self.call_started.set()
-                return
-            sink = self._sink  # attached meanwhile (or dropped: None)
-        if sink is not None:
-            sink.on_event(event)
-
-    def attach(self, sink: Sink | None) -> None:
-        with self._lock:  # held while replaying, so no later event overtakes them
-            if sink is not None:
-                for event in self._held or ():
-                    sink.on_event(event)
-            self._held = None
-            self._sink = sink
 
 
 def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:

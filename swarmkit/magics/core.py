@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ..template import interpolate
-from .bridge import SinkRelay, SwarmHandle, summary_line
+from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
@@ -165,14 +165,10 @@ class SwarmMagics(Magics):
         output and no widget view that a fresh kernel could not show."""
         import uuid
 
-        relay = SinkRelay() if live else None
-        handle.start([] if relay is None else [relay])
-        dashboard = None
         display_id = uuid.uuid4().hex
+        dashboard = self._attach_dashboard(task, config, handle, display_id) if live else None
+        handle.start([] if dashboard is None else [dashboard])
         try:
-            if relay is not None:  # built while the planner's call is in flight
-                relay.wait_for_first_call(handle)
-                dashboard = self._attach_dashboard(task, config, handle, relay, display_id)
             run = handle.result()
         except KeyboardInterrupt:
             run = handle.cancel_and_collect("interrupt")
@@ -233,18 +229,16 @@ class SwarmMagics(Magics):
                          clock=clock)
 
     def _attach_dashboard(
-        self, task: str, config: SwarmConfig, handle: SwarmHandle, relay: SinkRelay,
-        display_id: str,
+        self, task: str, config: SwarmConfig, handle: SwarmHandle, display_id: str,
     ) -> Any:
-        """The live view of a running swarm; without one (it failed) the run goes on."""
+        """The live view of the swarm about to start; without one (it failed) the run
+        goes on."""
         try:
             dashboard = self._dashboard(task, config, handle, background=False)
         except Exception as exc:  # the run matters more than its live view
-            relay.attach(None)
             print(f"swarmkit: no live dashboard ({type(exc).__name__}: {exc}); "
                   "the tables appear when the run ends")
             return None
-        relay.attach(dashboard)
         handle.dashboard = dashboard
         publish_widget(dashboard.widget, display_id)
         return dashboard

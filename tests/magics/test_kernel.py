@@ -189,9 +189,9 @@ def test_dashboard_cancel_button_stops_a_background_run(kernel: KernelSession) -
         assert wait_until(lambda: server.in_flight == 0)
 
 
-# -- the dashboard is built while the planner's call is in flight -----------------------------
+# -- the dashboard ---------------------------------------------------------------------------
 
-def test_the_dashboard_built_after_the_start_sees_every_event(kernel: KernelSession) -> None:
+def test_the_dashboard_sees_every_event(kernel: KernelSession) -> None:
     with FakeServer(lifetime=120, latency=0.05, plan_tasks=6) as server:
         reply, printed = kernel.execute(swarm_line(server, "--workers 6") + "\nList six birds")
         assert reply["status"] == "ok", printed
@@ -206,7 +206,7 @@ def test_the_dashboard_built_after_the_start_sees_every_event(kernel: KernelSess
         )
         assert reply["status"] == "ok", printed
         state = json.loads(printed)
-        # The planner's events came before the widgets existed; none was lost.
+        # Every event of the run reached the live view; none was lost.
         assert state["workers"] == 6 and state["counts"].get("completed") == 6
         assert not state["counts"].get("running")
         assert state["calls"] == state["run_calls"] == 8

@@ -480,31 +480,3 @@ def test_load_ext_imports_no_model_client() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {
         "openai": False, "httpx2": False, "httpx": False, "ipywidgets": False,
     }
-
-
-def test_sink_relay_holds_events_until_attached_then_keeps_their_order() -> None:
-    from swarmkit.magics.bridge import SinkRelay
-    from swarmkit.testing.synthetic import synthetic_events
-
-    events = synthetic_events(20, concurrency=5)
-    relay = SinkRelay()
-    seen: list[object] = []
-
-    class Collect:
-        def on_event(self, event: object) -> None:
-            seen.append(event)
-
-    for event in events[:30]:  # the planner's events, before the dashboard exists
-        relay.on_event(event)
-    # The engine's thread goes on sending while the dashboard is attached.
-    feeder = threading.Thread(target=lambda: [relay.on_event(e) for e in events[30:]])
-    feeder.start()
-    relay.attach(Collect())
-    feeder.join()
-    assert seen == events  # every event, in order: none lost, none overtaken
-
-    dropped = SinkRelay()
-    dropped.on_event(events[0])
-    dropped.attach(None)  # no live view after all: the held events are let go
-    dropped.on_event(events[1])
-    assert dropped._held is None and dropped._sink is None
