@@ -3,11 +3,17 @@
     options      the flag table (add a flag: one ``Flag`` row) and its parser
     interpolate  safe ``{name}`` substitution from the user namespace
     bridge       ``SwarmHandle``: a run on the background loop, cancel, interrupt
+    session      ``MagicSession``: what a subcommand sees of the session; usage errors
     commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row); swarm_config
     dryrun       ``--dry-run``: the plan and a cost bound for the fan-out
     display      the final MIME bundle and small tables
     export       ``%swarm export``: a run as a notebook that replays offline
-    core         ``SwarmMagics`` and ``load_ipython_extension``
+    history      ``%swarm history``, ``show``, ``rerun``, ``diff``
+    tools        ``--tools`` and ``%swarm mcp``
+    core         ``SwarmMagics`` (the one session) and ``load_ipython_extension``
+
+core imports the subcommand modules' table; they see the session as a ``MagicSession``
+and never import core.
 
 Nothing here imports ``openai`` or builds a client until a swarm runs.
 """
