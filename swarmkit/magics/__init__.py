@@ -1,7 +1,6 @@
 """The ``%%swarm`` cell magic and the ``%swarm`` line magic (``%load_ext swarmkit``).
 
     options      the flag table (add a flag: one ``Flag`` row) and its parser
-    interpolate  safe ``{name}`` substitution from the user namespace
     bridge       ``SwarmHandle``: a run on the background loop, cancel, interrupt
     session      ``MagicSession``: what a subcommand sees of the session; usage errors
     commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row); swarm_config
@@ -12,8 +11,8 @@
     tools        ``--tools`` and ``%swarm mcp``
     core         ``SwarmMagics`` (the one session) and ``load_ipython_extension``
 
-core imports the subcommand modules' table; they see the session as a ``MagicSession``
-and never import core.
+core dispatches through the ``COMMANDS`` table, which loads a subcommand's module by name
+on first use; the subcommands see the session as a ``MagicSession`` and never import core.
 
 Nothing here imports ``openai`` or builds a client until a swarm runs.
 """
