@@ -2,7 +2,7 @@
 
     options      the flag table (add a flag: one ``Flag`` row) and its parser
     bridge       ``SwarmHandle``: a run on the background loop, cancel, interrupt
-    session      ``MagicSession``: what a subcommand sees of the session; usage errors
+    session      ``Session``: what a subcommand sees of the session; usage errors
     commands     ``%swarm`` subcommands (add one: one ``COMMANDS`` row); swarm_config
     dryrun       ``--dry-run``: the plan and a cost bound for the fan-out
     display      the final MIME bundle and small tables
@@ -12,7 +12,7 @@
     core         ``SwarmMagics`` (the one session) and ``load_ipython_extension``
 
 core dispatches through the ``COMMANDS`` table, which loads a subcommand's module by name
-on first use; the subcommands see the session as a ``MagicSession`` and never import core.
+on first use; the subcommands see the session as a ``Session`` and never import core.
 
 Nothing here imports ``openai`` or builds a client until a swarm runs.
 """

@@ -20,14 +20,14 @@ from ..store import History
 from .session import usage_error
 
 if TYPE_CHECKING:
-    from .session import MagicSession
+    from .session import Session
 
 __all__ = ["export_command"]
 
 USAGE = "%swarm export [RUN] PATH.ipynb [--force]"
 
 
-def _pick(magics: MagicSession, which: str | None) -> Run:
+def _pick(magics: Session, which: str | None) -> Run:
     if which is None:
         if magics.last_run is None:
             raise UsageError("%swarm export: no swarm has run in this session yet; run a "
@@ -47,7 +47,7 @@ def _pick(magics: MagicSession, which: str | None) -> Run:
         raise usage_error(exc, "%swarm export") from None
 
 
-def export_command(magics: MagicSession, argv: list[str]) -> ExportResult:
+def export_command(magics: Session, argv: list[str]) -> ExportResult:
     force = "--force" in argv
     argv = [word for word in argv if word != "--force"]
     if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):

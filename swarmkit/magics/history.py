@@ -22,14 +22,14 @@ from .display import publish, run_bundle
 from .session import LAST_RUN, check_keys, usage_error
 
 if TYPE_CHECKING:
-    from .session import MagicSession
+    from .session import Session
 
 __all__ = ["diff_command", "history_command", "rerun_command", "show_command"]
 
 DEFAULT_RECENT = 10
 
 
-def _open(magics: MagicSession, where: str) -> History:
+def _open(magics: Session, where: str) -> History:
     try:
         return History(magics.session_config().history_file())
     except StoreError as exc:
@@ -43,7 +43,7 @@ def _load(history: History, run_id: str, where: str) -> Run:
         raise usage_error(exc, where) from None
 
 
-def history_command(magics: MagicSession, argv: list[str]) -> RunListing:
+def history_command(magics: Session, argv: list[str]) -> RunListing:
     if len(argv) > 1 or (argv and not argv[0].isdigit()):
         raise UsageError("%swarm history: expected how many runs to list, e.g. %swarm history 20")
     with _open(magics, "%swarm history") as history:
@@ -54,7 +54,7 @@ def history_command(magics: MagicSession, argv: list[str]) -> RunListing:
         return RunListing(runs, str(history.path))
 
 
-def show_command(magics: MagicSession, argv: list[str]) -> None:
+def show_command(magics: Session, argv: list[str]) -> None:
     if len(argv) != 1:
         raise UsageError("%swarm show: expected one run id (see %swarm history)")
     with _open(magics, "%swarm show") as history:
@@ -62,7 +62,7 @@ def show_command(magics: MagicSession, argv: list[str]) -> None:
     publish(run_bundle(run))
 
 
-def diff_command(magics: MagicSession, argv: list[str]) -> RunDiff:
+def diff_command(magics: Session, argv: list[str]) -> RunDiff:
     if len(argv) != 2:
         raise UsageError("%swarm diff: expected two run ids, e.g. %swarm diff 3f2a 9c1b")
     with _open(magics, "%swarm diff") as history:
@@ -76,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
                          "[--base-url URL] [--api-key-env VAR] [--out NAME]")
 
 
-def rerun_command(magics: MagicSession, argv: list[str]) -> None:
+def rerun_command(magics: Session, argv: list[str]) -> None:
     """Re-run one worker of a past run and its reducer; everything else hits the cache.
 
     The history may come from anywhere: the rerun says where its calls go, and refuses an
