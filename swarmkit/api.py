@@ -2,7 +2,7 @@
 
 Both take the public option names (``model=``, ``workers=``, ``concurrency=``,
 ``budget_usd=``/``budget=``, ``base_url=``, ``api_key_env=``, per-role
-``planner_model=`` ...) and return a :class:`~swarmkit.run.Run`.
+``planner_model=`` ...) and return a :class:`~swarmkit.result.Run`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
@@ -20,11 +20,13 @@ from .engine.swarm import Engine
 from .errors import SwarmError
 from .events import Sink
 from .modelcaller import ModelCaller, RunCaller
+from .provider import OpenAIProvider
+from .provider.embedded import resolve_local
 from .result import Run
+from .store import CallStore, Cassette
 from .store.history import History
-
-if TYPE_CHECKING:
-    from .provider import OpenAIProvider
+from .tools import build_worker_loop
+from .tools.replayed import replay_worker_loop
 
 __all__ = ["LiveCaller", "create_engine", "load_run", "resolve_models", "run", "run_sync"]
 
@@ -64,8 +66,6 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
             hosted = role.base_url is not None or _has_key(role, env)
             role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
         if role.is_local and role.base_url is None:
-            from .provider.embedded import resolve_local
-
             role = resolve_local(role)
         roles[name] = role
     return replace(config, **roles)
@@ -91,33 +91,26 @@ async def create_engine(
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     config = SwarmConfig.from_options(config, env=env, **options)
-    from .tools import build_worker_loop
-
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run)
-    from .store import CallStore, Cassette
-
     cassette = None
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
         # results come from the cassette, so no function or MCP server is needed (or
         # started, even when given).
-        from .tools.replayed import replay_worker_loop
-
         cassette = await asyncio.to_thread(Cassette.load, config.replay)
         config = cassette.resolve_config(config)
-        worker_loop = replay_worker_loop(cassette)
+        worker_loop = replay_worker_loop(
+            call.request for call in cassette.calls if call.role == "worker")
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
     store_config = config
 
     def provider() -> OpenAIProvider:
-        from .provider import OpenAIProvider
-
         return OpenAIProvider(store_config, env=env)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)

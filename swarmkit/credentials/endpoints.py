@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 
 from .urls import origin
 
-__all__ = ["UsedEndpoint", "remember_endpoint", "used_endpoint", "used_key_envs"]
+__all__ = [
+    "OPENAI_BASE_URL",
+    "UsedEndpoint",
+    "remember_endpoint",
+    "used_endpoint",
+    "used_key_envs",
+]
+
+# Where a role with no base URL (and no ``$OPENAI_BASE_URL``) sends its calls and its key.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..engine.reducer import reducer_messages
+from ..engine.worker import worker_messages
 from .markdown import markdown_html
 
 if TYPE_CHECKING:
@@ -115,8 +117,6 @@ def details(summary: str, body: str, title: str = "", css: str = "") -> str:
 
 def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, Any]]:
     """The messages ``worker`` started from, rebuilt from the run's config and plan."""
-    from ..engine.worker import worker_messages
-
     prompt = run.config.get("system_prompt")
     if prompt is None or worker.started is None:
         return []  # an old run without its prompt, or a worker that never sent anything
@@ -151,8 +151,6 @@ def reducer_input(
     prompt: str, task: str, inputs: list[tuple[int, str, str]], limit: int, where: str,
 ) -> str:
     """The messages the reducer was sent (``inputs``: index, sub-task, output), expandable."""
-    from ..engine.reducer import reducer_messages
-
     body = "".join(f"<div><i>{_esc(m['role'])}</i>{_pre(m['content'], limit, where)}</div>"
                    for m in reducer_messages(prompt, task, inputs))
     return details(f"reducer's input ({len(inputs)} workers)",

@@ -17,6 +17,7 @@ import html
 from decimal import Decimal
 
 from ..credentials.scrub import one_line
+from ..engine.worker import worker_messages
 from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
 from .livestate import MAX_ROWS, SECTIONS, LiveState, WorkerLive
@@ -201,8 +202,6 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
     summary = one_line(worker.task, 48)
     if worker.started is None and worker.record is None:
         return clipped(worker.task, 48)
-    from ..engine.worker import worker_messages
-
     messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
                                max(len(state.plan), worker.index))
     record = worker.record

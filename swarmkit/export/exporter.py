@@ -30,10 +30,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config.swarm import DEFAULT_KEY_ENV, ROLES
 from ..credentials.secrets import MIN_SECRET_CHARS, find_secret
 from ..display.tables import RunTables
 from ..errors import ExportError, StoreError
 from ..store.cassette import Cassette
+from ..store.history import History, default_history_path
+from ..store.recent import recent_recording
 from .replaycell import header_markdown, line_safe, swarm_cells
 from .writer import (
     CLOSED_BASE_URL,
@@ -89,8 +92,6 @@ def find_recording(
         except StoreError as exc:
             raise ExportError(f"cannot export run {run.run_id}: {exc}") from None
     else:
-        from ..store.recent import recent_recording
-
         found = recent_recording(run.run_id) or _from_history(run, history_path)
     if found is None:
         raise ExportError(
@@ -106,8 +107,6 @@ def find_recording(
 
 
 def _from_history(run: RunRecord, history_path: str | os.PathLike[str] | None) -> Cassette | None:
-    from ..store.history import History, default_history_path
-
     # Never a path named inside the Run's JSON (its config): a crafted file must not make
     # export open, or change, a database of its choosing. Only the one it was loaded from.
     places = [history_path, run.history_file, default_history_path()]
@@ -129,8 +128,6 @@ def _from_history(run: RunRecord, history_path: str | os.PathLike[str] | None) -
 
 def key_values(configs: list[Mapping[str, Any]], env: Mapping[str, str]) -> dict[str, str]:
     """``{variable: value}`` for every key variable the run configs name and env sets."""
-    from ..config.swarm import DEFAULT_KEY_ENV, ROLES
-
     names = {DEFAULT_KEY_ENV}
     for config in configs:
         for role in ROLES:

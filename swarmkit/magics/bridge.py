@@ -7,14 +7,19 @@ loop thread (``Engine.cancel`` must), and what finished before it is kept.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-# asyncio and the loop module load on first run, not at %load_ext.
+from IPython.display import display, update_display
+
+from ..api import create_engine
+from ..engine.background import WAIT_SLICE, background_loop
+
 if TYPE_CHECKING:
-    import asyncio
     import concurrent.futures
 
     from ..config.swarm import SwarmConfig
@@ -48,8 +53,6 @@ class SwarmHandle:
         self.engine: Engine | None = None
         self.dashboard: Any = None  # the live view, when the magic shows one
         self.future: concurrent.futures.Future[Run] | None = None
-        from ..engine.background import background_loop
-
         self._bridge = background_loop()
         self._task: asyncio.Task[Any] | None = None
         self._cancel_reason: str | None = None
@@ -74,10 +77,6 @@ class SwarmHandle:
             self._settled.set()
 
     async def _drive(self, sinks: list[Sink]) -> Run:
-        import asyncio
-
-        from ..api import create_engine
-
         self._task = asyncio.current_task()
         engine = await create_engine(config=self.config, sinks=sinks, **self.engine_options)
         try:
@@ -163,8 +162,6 @@ class SwarmHandle:
 
     def result(self) -> Run:
         """Block until the run ends; KeyboardInterrupt passes through to the caller."""
-        from ..engine.background import WAIT_SLICE
-
         assert self.future is not None, "start() the handle first"
         run = self._bridge.wait(self.future)
         while not self._settled.wait(WAIT_SLICE):  # callbacks run right after the result
@@ -177,8 +174,6 @@ class SwarmHandle:
         Further interrupts during the grace period are swallowed: the user already asked
         to stop, and a second Ctrl-C must not leave the kernel with a traceback.
         """
-        from ..engine.background import WAIT_SLICE
-
         self.cancel(reason)
         deadline = time.monotonic() + grace
         while self.future is not None and not self.future.done():
@@ -230,12 +225,8 @@ class SwarmHandle:
     def _ipython_display_(self) -> None:
         """Show the repr in a display that is rewritten when the run ends, so the line a
         ``--background`` cell leaves says how the run ended, not "starting"."""
-        from IPython.display import display, update_display
-
         first = self._display_id is None
         if first:
-            import uuid
-
             self._display_id = uuid.uuid4().hex
         display({"text/plain": repr(self)}, raw=True, display_id=self._display_id)
         if first:

@@ -8,61 +8,40 @@ the run's static bundle. The line magic dispatches to the subcommands in ``comma
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
 
+from ..api import create_engine
+from ..config.swarm import SwarmConfig
+from ..display import widget
+from ..engine.background import background_loop
+from ..errors import ConfigError, SwarmError
+from ..store.writer import writes_deferred
 from ..template import interpolate
 from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
+from .dryrun import dry_run
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
+from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
+from .tools import with_session_tools
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..config.swarm import SwarmConfig
     from ..events import Sink
     from ..result import Run
 
-__all__ = ["SwarmMagics", "check_keys", "load_ipython_extension", "usage_error"]
+__all__ = ["SwarmMagics", "load_ipython_extension"]
 
 log = logging.getLogger("swarmkit")
-
-LAST_RUN = "_swarm"
-LAST_HANDLE = "_swarm_handle"
-
-
-def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
-    """A swarmkit error as a one-line UsageError (no traceback in the notebook), scrubbed:
-    a message may quote a base URL with its userinfo, or a server's words."""
-    from ..credentials.scrub import scrub
-    from ..errors import ConfigError
-
-    kind = "" if isinstance(exc, ConfigError) else f"{type(exc).__name__}: "
-    return UsageError(scrub(f"{where}: {kind}{exc}"))
-
-
-def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:
-    """Fail before any call when a hosted role has neither a key nor a base URL."""
-    from ..config.swarm import AUTO_MODEL, ROLES
-
-    for role in ROLES:
-        rc = config.role(role)
-        if rc.base_url is not None or rc.is_local or rc.model == AUTO_MODEL:
-            continue
-        if not rc.keys_set(env):
-            names = " or ".join(rc.api_key_env)
-            raise UsageError(
-                f"%%swarm: no API key for the {role} model {rc.model}: set {names}, "
-                "or pass --api-key-env VAR, --base-url URL or --model local"
-            )
-
 
 @magics_class
 class SwarmMagics(Magics):
@@ -82,9 +61,6 @@ class SwarmMagics(Magics):
 
     def session_config(self, **options: Any) -> SwarmConfig:
         """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``options``."""
-        from ..config.swarm import SwarmConfig
-        from ..errors import ConfigError
-
         try:
             base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
             base = base.with_options(**self.session_options)
@@ -137,8 +113,6 @@ class SwarmMagics(Magics):
         if args.dry_run:
             return self._dry_run(task, config, args)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        from .tools import with_session_tools
-
         handle = SwarmHandle(task, config, engine_options=with_session_tools(args.engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None and self._can_show_dashboard()
@@ -149,8 +123,6 @@ class SwarmMagics(Magics):
             handle.dashboard = dashboard
             return self._background(handle, [] if dashboard is None else [dashboard], names,
                                     dashboard)
-        from ..store.writer import writes_deferred
-
         # Saving the finished run to history waits until its tables are shown.
         with writes_deferred():
             return self._foreground(task, config, handle, names, live)
@@ -163,8 +135,6 @@ class SwarmMagics(Magics):
         when the run ends, however it ends, the tables replace the dashboard in place
         and its widgets are closed, so the cell (and the saved notebook) holds one
         output and no widget view that a fresh kernel could not show."""
-        import uuid
-
         display_id = uuid.uuid4().hex
         dashboard = self._attach_dashboard(task, config, handle, display_id) if live else None
         handle.start([] if dashboard is None else [dashboard])
@@ -200,23 +170,17 @@ class SwarmMagics(Magics):
         dashboard.discard()
 
     def _raise_run_error(self, exc: Exception) -> None:
-        from ..errors import SwarmError
-
         if isinstance(exc, SwarmError):
             raise usage_error(exc) from None
         raise exc
 
     def _can_show_dashboard(self) -> bool:
         # Widgets need a frontend: a terminal IPython gets only the final tables.
-        if getattr(self.shell, "kernel", None) is None:
-            return False
-        return importlib.util.find_spec("swarmkit.display.widget") is not None
+        return getattr(self.shell, "kernel", None) is not None
 
     def _dashboard(
         self, task: str, config: SwarmConfig, handle: SwarmHandle, *, background: bool
     ) -> Any:
-        from ..display.widget import Dashboard  # type: ignore[import-not-found, unused-ignore]
-
         # A blocked cell cannot receive clicks, so only a background run gets live buttons.
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
         on_stop = (lambda: handle.stop(merge=True)) if background else None
@@ -225,8 +189,9 @@ class SwarmMagics(Magics):
             engine = handle.engine
             return None if engine is None else engine.now()
 
-        return Dashboard(task=task, config=config, on_cancel=on_cancel, on_stop=on_stop,
-                         clock=clock)
+        # Looked up on the module at each call, so a test can stand in for the class.
+        return widget.Dashboard(task=task, config=config, on_cancel=on_cancel,
+                                on_stop=on_stop, clock=clock)
 
     def _attach_dashboard(
         self, task: str, config: SwarmConfig, handle: SwarmHandle, display_id: str,
@@ -246,8 +211,6 @@ class SwarmMagics(Magics):
     def _background(
         self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any
     ) -> SwarmHandle:
-        import uuid
-
         display_id = uuid.uuid4().hex
         if dashboard is not None:
             publish_widget(dashboard.widget, display_id)
@@ -279,12 +242,7 @@ class SwarmMagics(Magics):
         return handle
 
     def _dry_run(self, task: str, config: SwarmConfig, args: SwarmArgs) -> None:
-        from ..engine.background import background_loop
-        from .dryrun import dry_run
-
         async def plan() -> Any:
-            from ..api import create_engine
-
             engine = await create_engine(config=config, **args.engine_options)
             return await dry_run(engine, task)
 
@@ -300,16 +258,12 @@ class SwarmMagics(Magics):
             self._raise_run_error(exc)
         if args.out:
             self.namespace[args.out] = result
-        from IPython.display import display
-
         display(result)
         return None
 
 
-def publish_widget(widget: Any, display_id: str | None = None) -> None:
-    from IPython.display import display
-
-    display(widget, display_id=display_id)
+def publish_widget(view: Any, display_id: str | None = None) -> None:
+    display(view, display_id=display_id)
 
 
 def magic_help() -> str:

@@ -12,22 +12,22 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
+from ..errors import StoreError, SwarmError
+from ..export.exporter import ExportResult, export_paths, export_run
+from ..export.writer import existing
+from ..result import Run
+from ..store import History
+from .session import usage_error
+
 if TYPE_CHECKING:
-    from ..export.exporter import ExportResult
-    from ..result import Run
-    from .core import SwarmMagics
+    from .session import Session
 
 __all__ = ["export_command"]
 
 USAGE = "%swarm export [RUN] PATH.ipynb [--force]"
 
 
-def _pick(magics: SwarmMagics, which: str | None) -> Run:
-    from ..errors import StoreError
-    from ..result import Run
-    from ..store import History
-    from .core import usage_error
-
+def _pick(magics: Session, which: str | None) -> Run:
     if which is None:
         if magics.last_run is None:
             raise UsageError("%swarm export: no swarm has run in this session yet; run a "
@@ -47,12 +47,7 @@ def _pick(magics: SwarmMagics, which: str | None) -> Run:
         raise usage_error(exc, "%swarm export") from None
 
 
-def export_command(magics: SwarmMagics, argv: list[str]) -> ExportResult:
-    from ..errors import SwarmError
-    from ..export.exporter import export_paths, export_run
-    from ..export.writer import existing
-    from .core import usage_error
-
+def export_command(magics: Session, argv: list[str]) -> ExportResult:
     force = "--force" in argv
     argv = [word for word in argv if word != "--force"]
     if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):

@@ -12,23 +12,24 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from ..display import RunDiff, RunListing
+from ..errors import ConfigError, StoreError, SwarmError
 from ..result import Run
+from ..store import History, rerun_config
+from ..store.rerun import rerun_endpoints
+from .bridge import SwarmHandle, summary_line
+from .display import publish, run_bundle
+from .session import LAST_RUN, check_keys, usage_error
 
 if TYPE_CHECKING:
-    from ..display import RunDiff, RunListing
-    from ..store import History
-    from .core import SwarmMagics
+    from .session import Session
 
 __all__ = ["diff_command", "history_command", "rerun_command", "show_command"]
 
 DEFAULT_RECENT = 10
 
 
-def _open(magics: SwarmMagics, where: str) -> History:
-    from ..errors import StoreError
-    from ..store import History
-    from .core import usage_error
-
+def _open(magics: Session, where: str) -> History:
     try:
         return History(magics.session_config().history_file())
     except StoreError as exc:
@@ -36,23 +37,15 @@ def _open(magics: SwarmMagics, where: str) -> History:
 
 
 def _load(history: History, run_id: str, where: str) -> Run:
-    from ..errors import StoreError
-    from .core import usage_error
-
     try:
         return Run.of(history.load_run(run_id))
     except StoreError as exc:
         raise usage_error(exc, where) from None
 
 
-def history_command(magics: SwarmMagics, argv: list[str]) -> RunListing:
-    from ..display import RunListing
-
+def history_command(magics: Session, argv: list[str]) -> RunListing:
     if len(argv) > 1 or (argv and not argv[0].isdigit()):
         raise UsageError("%swarm history: expected how many runs to list, e.g. %swarm history 20")
-    from ..errors import StoreError
-    from .core import usage_error
-
     with _open(magics, "%swarm history") as history:
         try:
             runs = history.recent(int(argv[0]) if argv else DEFAULT_RECENT)
@@ -61,9 +54,7 @@ def history_command(magics: SwarmMagics, argv: list[str]) -> RunListing:
         return RunListing(runs, str(history.path))
 
 
-def show_command(magics: SwarmMagics, argv: list[str]) -> None:
-    from .display import publish, run_bundle
-
+def show_command(magics: Session, argv: list[str]) -> None:
     if len(argv) != 1:
         raise UsageError("%swarm show: expected one run id (see %swarm history)")
     with _open(magics, "%swarm show") as history:
@@ -71,9 +62,7 @@ def show_command(magics: SwarmMagics, argv: list[str]) -> None:
     publish(run_bundle(run))
 
 
-def diff_command(magics: SwarmMagics, argv: list[str]) -> RunDiff:
-    from ..display import RunDiff
-
+def diff_command(magics: Session, argv: list[str]) -> RunDiff:
     if len(argv) != 2:
         raise UsageError("%swarm diff: expected two run ids, e.g. %swarm diff 3f2a 9c1b")
     with _open(magics, "%swarm diff") as history:
@@ -87,20 +76,13 @@ class _Parser(argparse.ArgumentParser):
                          "[--base-url URL] [--api-key-env VAR] [--out NAME]")
 
 
-def rerun_command(magics: SwarmMagics, argv: list[str]) -> None:
+def rerun_command(magics: Session, argv: list[str]) -> None:
     """Re-run one worker of a past run and its reducer; everything else hits the cache.
 
     The history may come from anywhere: the rerun says where its calls go, and refuses an
     endpoint or key variable this session has not used unless ``--base-url`` /
     ``--api-key-env`` name them (``swarmkit.store.rerun``).
     """
-    from ..errors import ConfigError, StoreError, SwarmError
-    from ..store import rerun_config
-    from ..store.rerun import rerun_endpoints
-    from .bridge import SwarmHandle, summary_line
-    from .core import LAST_RUN, check_keys, usage_error
-    from .display import publish, run_bundle
-
     parser = _Parser(prog="%swarm rerun", add_help=False, allow_abbrev=False)
     parser.add_argument("run")
     parser.add_argument("--worker", type=int, required=True)

@@ -7,16 +7,16 @@ add`` are offered to every ``%%swarm`` cell of the session until ``%swarm mcp re
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from ..errors import ConfigError, MCPError
+from ..tools import Tool, mcp_registry, parse_mcp_command, session_tools
 from .display import SmallTable
 
 if TYPE_CHECKING:
-    from ..tools import Tool
     from .session import Session
 
 __all__ = ["mcp_command", "resolve_tools", "with_session_tools"]
@@ -27,8 +27,6 @@ _DESCRIPTION_WIDTH = 70
 
 def resolve_tools(value: str, namespace: Mapping[str, Any]) -> list[Tool]:
     """``"lookup,search"`` -> the Tool objects those names hold in the notebook."""
-    from ..tools import Tool, mcp_registry
-
     names = [name.strip() for name in str(value).split(",") if name.strip()]
     if not names:
         raise UsageError("%%swarm: --tools needs tool names, e.g. --tools lookup,search")
@@ -53,11 +51,7 @@ def resolve_tools(value: str, namespace: Mapping[str, Any]) -> list[Tool]:
 def with_session_tools(engine_options: Mapping[str, Any]) -> dict[str, Any]:
     """``engine_options`` plus the tools of the session's running MCP servers."""
     options = dict(engine_options)
-    if "swarmkit.tools.registry" not in sys.modules:  # no server was ever added
-        return options
-    from ..tools import mcp_registry
-
-    served = mcp_registry().tools()
+    served = session_tools()
     if served:
         given = list(options.get("tools") or ())
         options["tools"] = given + [t for t in served if t not in given]
@@ -65,9 +59,6 @@ def with_session_tools(engine_options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def mcp_command(magics: Session, argv: list[str]) -> SmallTable | None:
-    from ..errors import ConfigError, MCPError
-    from ..tools import mcp_registry, parse_mcp_command
-
     if not argv:
         raise UsageError(f"%swarm mcp: {_MCP_USAGE}")
     action, rest = argv[0], argv[1:]

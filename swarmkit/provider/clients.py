@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..config.swarm import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
 from ..config.validation import check_base_url
-from ..credentials.endpoints import remember_endpoint
+from ..credentials.endpoints import OPENAI_BASE_URL, remember_endpoint
 from ..credentials.scrub import MIN_SECRET_CHARS, remember_secrets
 from ..credentials.secrets import secret_values
 from ..credentials.urls import split_credentials
@@ -30,7 +30,6 @@ __all__ = ["OPENAI_BASE_URL", "PLACEHOLDER_KEY", "Endpoint", "EndpointClients"]
 
 log = logging.getLogger("swarmkit")
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Local servers (llama.cpp, Ollama, vLLM) ignore the key, but the SDK insists on one.
 PLACEHOLDER_KEY = "swarmkit-no-key"
 

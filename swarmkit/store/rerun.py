@@ -17,7 +17,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from ..config.swarm import ROLES, RoleConfig, SwarmConfig
-from ..credentials.endpoints import used_endpoint, used_key_envs
+from ..credentials.endpoints import OPENAI_BASE_URL, used_endpoint, used_key_envs
 from ..credentials.urls import origin, redact_url
 from ..errors import StoreError
 from ..runrecord import RunRecord
@@ -98,8 +98,6 @@ def _session_names(trusted: SwarmConfig) -> tuple[set[str], set[str]]:
 
 
 def _default_url() -> str:
-    from ..provider.clients import OPENAI_BASE_URL
-
     return os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
 
 

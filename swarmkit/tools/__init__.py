@@ -13,7 +13,7 @@ from .definition import (
     tool,
 )
 from .mcp import MCPServer, MCPServerState, parse_mcp_command
-from .registry import MCPRegistry, mcp_registry
+from .registry import MCPRegistry, mcp_registry, session_tools
 from .turns import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
 
 __all__ = [
@@ -34,5 +34,6 @@ __all__ = [
     "parse_docstring",
     "parse_mcp_command",
     "render_result",
+    "session_tools",
     "tool",
 ]

@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import json
 import logging
 import re
 import tempfile
@@ -335,8 +336,6 @@ def _result_text(result: Any) -> str:
         text = getattr(block, "text", None)
         parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
     if not parts and result.structured_content is not None:
-        import json
-
         return json.dumps(result.structured_content, ensure_ascii=False)
     return "\n".join(parts)
 

@@ -16,7 +16,7 @@ from ..errors import MCPError
 from .definition import Tool
 from .mcp import MCPServer
 
-__all__ = ["MCPRegistry", "mcp_registry"]
+__all__ = ["MCPRegistry", "mcp_registry", "session_tools"]
 
 
 class MCPRegistry:
@@ -97,3 +97,11 @@ def mcp_registry() -> MCPRegistry:
             _registry = MCPRegistry()
             atexit.register(_registry.stop_all)
         return _registry
+
+
+def session_tools() -> list[Tool]:
+    """The tools of the process's running MCP servers; [] (and no registry, no loop
+    thread) when no server was ever added."""
+    with _registry_lock:
+        registry = _registry
+    return [] if registry is None else registry.tools()

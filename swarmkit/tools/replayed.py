@@ -9,14 +9,12 @@ recorded, and refuses to run if anything ever asked it to.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import ToolError
 from .definition import Tool
 from .turns import ToolLoop
-
-if TYPE_CHECKING:
-    from ..store.cassette import Cassette
 
 __all__ = ["recorded_tools", "replay_worker_loop"]
 
@@ -35,10 +33,14 @@ def _stand_in(name: str) -> Any:
     return refuse
 
 
-def recorded_tools(cassette: Cassette) -> list[Tool]:
-    """Stand-ins for the tools the recorded workers were offered, in the recorded order."""
-    for call in cassette.calls:
-        specs = call.request.get("tools") if call.role == "worker" else None
+def recorded_tools(worker_requests: Iterable[Mapping[str, Any]]) -> list[Tool]:
+    """Stand-ins for the tools the recorded workers were offered, in the recorded order.
+
+    ``worker_requests``: the request bodies of a recording's worker calls (a cassette's
+    ``RecordedCall.request`` where ``role == "worker"``), in the order they were sent.
+    """
+    for request in worker_requests:
+        specs = request.get("tools")
         if not specs:
             continue
         tools = []
@@ -56,7 +58,8 @@ def recorded_tools(cassette: Cassette) -> list[Tool]:
     return []
 
 
-def replay_worker_loop(cassette: Cassette) -> ToolLoop | None:
-    """The worker loop a replay of ``cassette`` needs: None when no tools were offered."""
-    tools = recorded_tools(cassette)
+def replay_worker_loop(worker_requests: Iterable[Mapping[str, Any]]) -> ToolLoop | None:
+    """The worker loop a replay of these recorded worker requests needs: None when no
+    tools were offered."""
+    tools = recorded_tools(worker_requests)
     return ToolLoop(tools) if tools else None

@@ -24,6 +24,7 @@ from ..errors import ConfigError, MCPError, ToolError
 from ..events import ToolCallFinished
 from ..records import ToolCallRecord
 from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
+from .registry import mcp_registry
 
 if TYPE_CHECKING:
     from ..engine.swarm import WorkerContext
@@ -70,8 +71,6 @@ async def build_worker_loop(
     """
     chosen: list[Tool | Callable[..., Any]] = list(tools or ())
     if mcp_servers:
-        from .registry import mcp_registry
-
         registry = mcp_registry()
         for name, command in mcp_servers.items():
             words = shlex.split(command) if isinstance(command, str) else list(command)
