@@ -14,8 +14,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from ..credentials.urls import redact_url
 from ..errors import ConfigError
+from ..urls import redact_url
 from .options import OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
 from .validation import check_base_url, validate_config
 

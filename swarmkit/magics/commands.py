@@ -27,9 +27,9 @@ from ..config.options import (
     public_name,
 )
 from ..config.swarm import ROLES, SwarmConfig
-from ..credentials.urls import redact_url
 from ..errors import ConfigError
 from ..pricing import PriceTable
+from ..urls import redact_url
 from .bridge import summary_line
 from .display import SmallTable, publish, run_bundle
 from .options import NOTEBOOK_DEFAULTS

@@ -23,8 +23,8 @@ from ..config.validation import check_base_url
 from ..credentials.endpoints import OPENAI_BASE_URL, remember_endpoint
 from ..credentials.scrub import MIN_SECRET_CHARS, remember_secrets
 from ..credentials.secrets import secret_values
-from ..credentials.urls import split_credentials
 from ..errors import ConfigError
+from ..urls import split_credentials
 
 __all__ = ["OPENAI_BASE_URL", "PLACEHOLDER_KEY", "Endpoint", "EndpointClients"]
 

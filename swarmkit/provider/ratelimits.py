@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..config.swarm import SwarmConfig
-from ..credentials.urls import redact_url
 from ..events import ConcurrencyChanged, Event, RateLimitWait
+from ..urls import redact_url
 from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
 
 __all__ = [

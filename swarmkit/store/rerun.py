@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 from ..config.swarm import ROLES, RoleConfig, SwarmConfig
 from ..credentials.endpoints import OPENAI_BASE_URL, used_endpoint, used_key_envs
-from ..credentials.urls import origin, redact_url
 from ..errors import StoreError
 from ..runrecord import RunRecord
+from ..urls import origin, redact_url
 
 __all__ = ["rerun_config", "rerun_endpoints"]
 
