@@ -29,6 +29,7 @@ from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .display import publish, run_bundle
 from .dryrun import dry_run
+from .interrupts import InterruptGate
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
 from .tools import with_session_tools
@@ -136,22 +137,28 @@ class SwarmMagics(Magics):
         and its widgets are closed, so the cell (and the saved notebook) holds one
         output and no widget view that a fresh kernel could not show."""
         display_id = uuid.uuid4().hex
-        dashboard = self._attach_dashboard(task, config, handle, display_id) if live else None
-        handle.start([] if dashboard is None else [dashboard])
-        try:
-            run = handle.result()
-        except KeyboardInterrupt:
-            run = handle.cancel_and_collect("interrupt")
+        # An interrupt lands only in the wait: anywhere else (showing the dashboard,
+        # starting the run, putting the tables in its place) it would leave a frozen
+        # dashboard or a run nobody waits for (see InterruptGate).
+        with InterruptGate() as gate:
+            dashboard = (self._attach_dashboard(task, config, handle, display_id)
+                         if live else None)
+            handle.start([] if dashboard is None else [dashboard])
+            try:
+                with gate.waiting():
+                    run = handle.result()
+            except KeyboardInterrupt:
+                run = handle.cancel_and_collect("interrupt")
+                self.store(run, names)
+                self._show_final(run, dashboard, display_id)
+                print(summary_line(run, "interrupt", names))
+                return None
+            except Exception as exc:
+                if dashboard is not None:  # no frozen view above the error
+                    self._show_final(handle.run, dashboard, display_id)
+                self._raise_run_error(exc)
             self.store(run, names)
             self._show_final(run, dashboard, display_id)
-            print(summary_line(run, "interrupt", names))
-            return None
-        except Exception as exc:
-            if dashboard is not None:  # no frozen view above the error
-                self._show_final(handle.run, dashboard, display_id)
-            self._raise_run_error(exc)
-        self.store(run, names)
-        self._show_final(run, dashboard, display_id)
         return None
 
     def _show_final(self, run: Run | None, dashboard: Any, display_id: str) -> None:

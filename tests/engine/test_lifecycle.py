@@ -197,14 +197,73 @@ def test_kernel_interrupt_replaces_the_dashboard_with_the_partial_tables(
         assert interrupted.is_set() and reply["status"] == "ok"
         assert printed == ("swarm cancelled (interrupt): 2 of 6 workers finished; "
                            "partial run in _swarm\n")
-        (shown_id, shown), = _display_ids(messages, "display_data")
-        assert WIDGET_VIEW in shown  # the live dashboard ...
-        (updated_id, updated), = _display_ids(messages, "update_display_data")
-        assert updated_id == shown_id  # ... replaced, in the same display, by the tables
-        assert WIDGET_VIEW not in updated and "2 completed)" in updated["text/plain"]
+        updated = _one_output(messages)
+        assert "2 completed)" in updated["text/plain"]
         assert any(m["msg_type"] == "comm_close" for m in messages)
         reply, printed = kernel.execute("print(_swarm.status, _swarm.error)")
         assert printed.strip() == "cancelled run interrupted"
+
+
+def _one_output(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell showed the live dashboard once and replaced it, in the same display, by
+    one static bundle; that bundle. A failure lists the cell's display messages."""
+    trace = [(m["msg_type"], m["content"].get("transient"), str(m["content"])[:200])
+             for m in messages if "display" in m["msg_type"] or m["msg_type"] == "stream"]
+    shown = _display_ids(messages, "display_data")
+    updated = _display_ids(messages, "update_display_data")
+    assert len(shown) == 1 and len(updated) == 1, trace
+    (shown_id, shown_data), (updated_id, updated_data) = shown[0], updated[0]
+    assert WIDGET_VIEW in shown_data and updated_id == shown_id, trace
+    assert WIDGET_VIEW not in updated_data, trace
+    return updated_data
+
+
+# The stand-in dashboard interrupts its own kernel at a moment outside the wait.
+INTERRUPTING_DASHBOARD = """\
+import os, signal
+import swarmkit.display.widget as widget_module
+class InterruptingDashboard(widget_module.Dashboard):
+    def __init__(self, **options):
+        if {moment!r} == "attach":
+            os.kill(os.getpid(), signal.SIGINT)
+        super().__init__(**options)
+    def close(self):
+        if {moment!r} == "final" and not self._closed:
+            os.kill(os.getpid(), signal.SIGINT)
+        super().close()
+widget_module.Dashboard = InterruptingDashboard
+"""
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("moment", ["attach", "final"])
+def test_an_interrupt_outside_the_wait_still_leaves_one_output(
+    kernel: KernelSession, moment: str,
+) -> None:
+    """Showing the dashboard (attach) or closing it for the tables (final): the interrupt
+    is held; one before the wait cancels the run there, one after it is dropped."""
+    reply, printed = kernel.execute(INTERRUPTING_DASHBOARD.format(moment=moment))
+    assert reply["status"] == "ok", printed
+    with FakeServer(lifetime=120, plan_tasks=3) as server:
+        messages: list[dict[str, Any]] = []
+        reply, printed = kernel.execute(
+            f"%%swarm {line_for(server, '--workers 3')}\nName three fjords", messages=messages)
+        assert reply["status"] == "ok", printed
+        updated = _one_output(messages)
+        assert any(m["msg_type"] == "comm_close" for m in messages)
+        reply, status = kernel.execute("s = globals().get('_swarm'); "
+                                       "print(s and s.status, s and s.error)")
+    if moment == "attach":  # cancelled on entering the wait, before its plan came back
+        if printed == "swarm interrupt before it started; nothing to keep\n":
+            assert updated["text/plain"] == "swarm ended before it started; nothing to show"
+            assert status.strip() == "None None"
+        else:  # the engine was built before the cancel reached the loop
+            assert printed == ("swarm cancelled (interrupt) while planning; "
+                               "partial run in _swarm\n"), printed
+            assert status.strip() == "cancelled run interrupted"
+    else:  # the run had ended: the interrupt came too late to change it
+        assert printed == "" and status.strip() == "completed None"
+        assert "3 completed)" in updated["text/plain"]
 
 
 def _comm_values(messages: list[dict[str, Any]]) -> list[str]:
