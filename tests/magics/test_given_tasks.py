@@ -192,3 +192,16 @@ def test_bad_inputs_are_one_line_usage_errors(
         shell.run_cell_magic("swarm", line_for(server, line), "Review the rows")
     assert "\n" not in str(caught.value)
     assert server.count() == 0
+
+
+def test_dry_run_with_given_tasks_asks_nothing_and_prices_their_fan_out(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    shell.user_ns["topics"] = ["alpha", "beta"]
+    with capture_output() as captured:
+        shell.run_cell_magic("swarm", line_for(server, "--tasks topics --no-reduce --dry-run"),
+                             "Review the rows")
+    assert server.count() == 0
+    text = captured.outputs[-1].data["text/plain"]
+    assert "dry run: 2 workers planned" in text and "1. alpha" in text
+    assert "reducer" not in text
