@@ -205,3 +205,18 @@ def test_dry_run_with_given_tasks_asks_nothing_and_prices_their_fan_out(
     text = captured.outputs[-1].data["text/plain"]
     assert "dry run: 2 workers planned" in text and "1. alpha" in text
     assert "reducer" not in text
+
+
+def test_rerun_of_a_worker_in_a_given_tasks_run_needs_no_variable(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    shell.user_ns["topics"] = ["alpha", "beta", "gamma"]
+    first, _ = cell(shell, line_for(server, "--tasks topics"))
+    del shell.user_ns["topics"]
+    server.clear()
+    server.handler = lambda request: "a new draft" if request.step == "worker-2" else None
+    with capture_output():
+        shell.run_line_magic("swarm", f"rerun {first.run_id[:8]} --worker 2")
+    assert server.counts_by_step() == {"worker-2": 1, "reducer": 1}
+    assert shell.user_ns["_swarm"].plan == first.plan
+    assert shell.user_ns["_swarm"].worker(2).output == "a new draft"
