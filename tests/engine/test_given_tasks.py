@@ -136,3 +136,20 @@ def test_workers_set_below_the_given_tasks_is_refused_not_cut() -> None:
         swarmkit.SwarmConfig().with_options(tasks=["a", "b", "c"], workers=2)
     config = swarmkit.SwarmConfig().with_options(tasks=["a", "b"], workers=5)
     assert config.tasks == ("a", "b")
+
+
+def test_the_live_dashboard_follows_a_given_tasks_run_with_no_planner_and_no_reducer() -> None:
+    from swarmkit.display.widget import Dashboard
+
+    tasks = [f"row {i}" for i in range(40)]
+    with FakeServer() as server:
+        config = swarmkit.SwarmConfig().with_options(**options(server), tasks=tasks,
+                                                     reduce=False)
+        dashboard = Dashboard(task="Map the rows", config=config)
+        run = swarmkit.run_sync("Map the rows", config=config, sinks=[dashboard])
+        dashboard.close()
+    assert run.status == "completed" and server.count("planner") == 0
+    assert "plan: 40 sub-tasks" in dashboard.sections["plan"].value
+    assert "planner's raw reply" not in dashboard.sections["plan"].value
+    assert "<b>40 workers</b>: 40 completed" in dashboard.sections["workers"].value
+    assert dashboard.sections["reducer"].value == ""
