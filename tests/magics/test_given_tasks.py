@@ -19,32 +19,17 @@ from IPython.utils.capture import capture_output
 
 from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
-from swarmkit.testing import FakeServer, swarm_shell
+from swarmkit.testing import FakeServer
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("_swarm", "rows", "topics", "first", "numbers", "rivers")
 
 
-@pytest.fixture(scope="module")
-def shell() -> InteractiveShell:
-    return swarm_shell()
-
-
-@pytest.fixture
-def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
-    instance = shell.magics_manager.registry["SwarmMagics"]
-    assert isinstance(instance, SwarmMagics)
-    instance.session_options = {}
-    instance.last_run = None
-    yield instance
+@pytest.fixture(autouse=True)
+def _forget_names(shell: InteractiveShell) -> Iterator[None]:
+    yield
     for name in NAMES:
         shell.user_ns.pop(name, None)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=120) as fake:
-        yield fake
 
 
 def line_for(server: FakeServer, extra: str = "") -> str:
