@@ -17,18 +17,20 @@ from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine.background import background_loop
 from .engine.swarm import Engine
-from .errors import SwarmError
+from .errors import ConfigError, SwarmError
 from .events import Sink
 from .modelcaller import ModelCaller, RunCaller
 from .provider import OpenAIProvider
 from .provider.embedded import resolve_local
 from .result import Run
+from .runrecord import RunRecord
 from .store import CallStore, Cassette
 from .store.history import History
 from .tools import build_worker_loop
 from .tools.replayed import replay_worker_loop
 
-__all__ = ["LiveCaller", "create_engine", "load_run", "resolve_models", "run", "run_sync"]
+__all__ = ["LiveCaller", "create_engine", "load_run", "plan_of", "resolve_models", "run",
+           "run_sync"]
 
 
 class LiveCaller:
@@ -90,7 +92,11 @@ async def create_engine(
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
+    plan_from = options.pop("plan_from", None)
     config = SwarmConfig.from_options(config, env=env, **options)
+    if plan_from is not None:
+        config = config.with_options(tasks=await asyncio.to_thread(
+            plan_of, plan_from, config.history_file()))
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
@@ -159,6 +165,21 @@ def run_sync(task: str, **options: Any) -> Run:
         return asyncio.run(run(task, **options))
     bridge = background_loop()
     return bridge.wait(bridge.submit(run(task, **options)))
+
+
+def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None = None
+            ) -> tuple[str, ...]:
+    """The plan of an earlier run (``plan_from=``): a Run, or a run id (a prefix is
+    enough) in the history database."""
+    if isinstance(source, str):
+        with History(history_path) as history:
+            source = history.load_run(source)
+    if not isinstance(source, RunRecord):
+        raise ConfigError(f"plan_from takes a Run or a run id, not a {type(source).__name__}")
+    if not source.plan:
+        raise ConfigError(f"plan_from: run {source.run_id} has no plan (its planner failed); "
+                          "pick a run that has workers")
+    return tuple(source.plan)
 
 
 def load_run(run_id: str, history_path: str | os.PathLike[str] | None = None) -> Run:

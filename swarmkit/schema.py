@@ -252,3 +252,5 @@ class RecordedConfig(TypedDict, total=False):
     history: Flag
     refresh: list[str]
     prices: list[tuple[str, str, str]]
+    tasks: list[str]
+    reduce: Flag

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["interpolate", "interpolation_changes"]
+__all__ = ["fill", "interpolate", "interpolation_changes", "placeholders"]
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # What interpolation always rewrites: ``{{`` (to ``{``) and a ``{name}`` placeholder. A
@@ -25,8 +25,14 @@ def interpolation_changes(text: str) -> bool:
     return _CHANGED.search(text) is not None
 
 
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """``text`` with each ``{name}`` replaced by ``str(namespace[name])``."""
+def placeholders(text: str) -> list[str]:
+    """The names of ``text``'s ``{name}`` placeholders, in order."""
+    return [m.group(1) for m in _TOKEN.finditer(text) if m.group(1)]
+
+
+def fill(text: str, values: Mapping[str, Any]) -> str:
+    """``text`` with each ``{name}`` replaced by ``str(values[name])``; a name not in
+    ``values`` raises ``LookupError(name)``."""
     parts: list[str] = []
     position = 0
     open_escapes = 0
@@ -44,15 +50,23 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
                 parts.append(token)
         else:
             name = match.group(1)
-            if name not in namespace:
-                from IPython.core.error import UsageError  # the magic's error type
-
-                raise UsageError(
-                    f"%%swarm: {{{name}}} names no variable in the notebook; define {name}, "
-                    f"write {{{{{name}}}}} for literal braces, or pass --no-interpolate"
-                )
-            parts.append(str(namespace[name]))
+            if name not in values:
+                raise LookupError(name)
+            parts.append(str(values[name]))
         position = match.end()
     parts.append(text[position:])
     return "".join(parts)
 
+
+def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
+    """``text`` with each ``{name}`` replaced by ``str(namespace[name])``."""
+    try:
+        return fill(text, namespace)
+    except LookupError as exc:
+        from IPython.core.error import UsageError  # the magic's error type
+
+        name = exc.args[0]
+        raise UsageError(
+            f"%%swarm: {{{name}}} names no variable in the notebook; define {name}, "
+            f"write {{{{{name}}}}} for literal braces, or pass --no-interpolate"
+        ) from None

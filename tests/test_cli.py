@@ -120,3 +120,14 @@ def test_tools_are_imported_by_module_and_name(tmp_path: Path) -> None:
         assert bad.returncode == 2, bad.stderr
         lines = bad.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"swarmkit: ConfigError: {says}")
+
+
+def test_run_no_reduce_ends_with_the_workers_outputs_and_no_reducer_call(
+    tmp_path: Path,
+) -> None:
+    with FakeServer(plan_tasks=3) as server:
+        done = swarmkit_cli("run", "Compare three databases", *common(server), "--no-reduce",
+                            "--no-history", cwd=tmp_path)
+        assert server.count("reducer") == 0 and server.count("worker-*") == 3
+    assert done.returncode == 0, done.stderr
+    assert "the reducer was skipped (--no-reduce)" in done.stdout

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "NOT_FIELDS",
     "OPTIONS",
     "ROLE_FIELDS",
     "ROLE_NAMES",
@@ -49,9 +50,11 @@ SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
 # amount, "bool" true/false, "names" comma-separated names, "path" a file path, "url" an
 # http(s) URL, "model" a model name, "text" as written, "steps" comma-separated step
 # names, "prices" (model, in, out) rows, "tools" tools for the workers (not a config
-# field: a keyword of create_engine).
+# field: a keyword of create_engine), "tasks" sub-tasks from the notebook (a list, a
+# Series or a DataFrame: the magic looks its name up), "run" an earlier run (a Run in
+# the notebook, or a run id in the history: a keyword of create_engine).
 Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
-               "steps", "prices", "tools"]
+               "steps", "prices", "tools", "tasks", "run"]
 ROLE_NAMES = ("planner", "worker", "reducer")
 # ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
 UNSET_VALUES = ("", "none", "default")
@@ -161,6 +164,15 @@ OPTIONS: tuple[Option, ...] = (
        "(on in a notebook)", on="magic config cli",
        no_help="ask the model even where an identical request was answered before",
        env="SWARMKIT_CACHE"),
+    # bring your own sub-tasks
+    _o("tasks", "tasks", "skip the planner: one worker per item of this list, Series or "
+       "DataFrame", "NAME", on="magic"),
+    _o("task_template", "text", "how a DataFrame row reads as a sub-task, e.g. "
+       "'Review {title}: {body}'", "TEXT", on="magic"),
+    _o("plan_from", "run", "skip the planner: reuse the plan of this Run (or run id)",
+       "RUN", on="magic"),
+    _o("reduce", "bool", "merge the workers' outputs into one answer",
+       no_help="no reducer: the run ends with the workers' outputs (answer None)"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -190,6 +202,9 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
+# Rows that are no SwarmConfig field: keywords read before the config is built (tools
+# and plan_from by create_engine, task_template with tasks by SwarmConfig.with_options).
+NOT_FIELDS: frozenset[str] = frozenset({"tools", "plan_from", "task_template"})
 _BY_NAME = {o.name: o for o in OPTIONS}
 
 

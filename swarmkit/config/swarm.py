@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ..tasks import given_tasks
 from ..urls import redact_url
-from .options import OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
+from .options import NOT_FIELDS, OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
 from .validation import check_base_url, validate_config
 
 __all__ = [
@@ -121,6 +122,11 @@ class SwarmConfig:
     # Steps (e.g. "worker-3") that skip the cache lookup: %swarm rerun --worker uses it.
     refresh: tuple[str, ...] = ()
     prices: tuple[tuple[str, str, str], ...] = ()
+    # The plan, when the user gave it (tasks=, --tasks, --plan-from): the planner is not
+    # asked and every task gets a worker. Recorded, so a replay needs no namespace.
+    tasks: tuple[str, ...] = ()
+    # False: no reducer; the run ends with the workers' outputs and no answer.
+    reduce: bool = True
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]
@@ -139,6 +145,7 @@ class SwarmConfig:
                 data[role]["base_url"] = redact_url(self.role(role).base_url)
         data["prices"] = [list(p) for p in self.prices]
         data["refresh"] = list(self.refresh)
+        data["tasks"] = list(self.tasks)
         return data
 
     @classmethod
@@ -152,6 +159,7 @@ class SwarmConfig:
             values["budget_usd"] = Decimal(values["budget_usd"])
         values["prices"] = tuple(tuple(p) for p in values.get("prices") or ())
         values["refresh"] = tuple(values.get("refresh") or ())
+        values["tasks"] = tuple(values.get("tasks") or ())
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -182,7 +190,7 @@ class SwarmConfig:
 
     def with_options(self, **options: Any) -> SwarmConfig:
         """A copy with public option names applied; ``None`` values are ignored."""
-        options = {k: v for k, v in options.items() if v is not None}
+        options = _with_given_tasks({k: v for k, v in options.items() if v is not None})
         roles = {role: self.role(role) for role in ROLES}
         top: dict[str, Any] = {}
         shared_role: dict[str, Any] = {}
@@ -238,9 +246,28 @@ class SwarmConfig:
         return Path(self.history_path or os.path.join(".swarmkit", "history.db"))
 
 
+def _with_given_tasks(options: dict[str, Any]) -> dict[str, Any]:
+    """``tasks`` (with ``task_template``, which is read here and not kept) as a tuple of
+    strings. Given tasks are the plan, so ``workers`` set in the same call cannot cut
+    them: fewer workers than tasks is refused rather than dropping tasks silently."""
+    template = options.pop("task_template", None)
+    if "tasks" not in options:
+        if template is not None:
+            raise ConfigError("task_template needs tasks (a DataFrame) to fill; add tasks")
+        return options
+    tasks = given_tasks(options["tasks"], template)
+    workers = options.get("workers", options.get("max_workers"))
+    if workers is not None and _strict_int("workers", workers) < len(tasks):
+        raise ConfigError(
+            f"workers {workers} is fewer than the {len(tasks)} given tasks: every given "
+            "task gets a worker; drop workers (use concurrency to run fewer at once)"
+        )
+    return {**options, "tasks": tasks}
+
+
 # Public option name -> field, from the option table; a field's own name works too.
 _ALIASES = {row.name: row.attr for row in OPTIONS
-            if not row.role and row.kind != "tools" and row.name != row.attr}
+            if not row.role and row.name not in NOT_FIELDS and row.name != row.attr}
 _TOP_FIELDS = {
     f.name for f in fields(SwarmConfig) if f.name not in ROLES
 }
@@ -333,6 +360,8 @@ def _coerce_top(name: str, value: Any, option: str = "") -> Any:
     if name == "refresh":
         steps = value.split(",") if isinstance(value, str) else list(value)
         return tuple(str(step).strip() for step in steps if str(step).strip())
+    if name == "tasks":
+        return tuple(value)
     if name == "prices":
         return tuple(tuple(str(x) for x in p) for p in value)
     if isinstance(value, Path):

@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     from ..usage import Usage
 
 __all__ = [
-    "DISPLAY_ROWS", "RunTables", "displayed_rows", "format_cost", "format_tokens",
-    "render_table",
+    "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "format_cost",
+    "format_tokens", "render_table",
 ]
 
 _TASK_WIDTH = 48
+NO_REDUCER_NOTE = ("no answer: the reducer was skipped (--no-reduce); the workers' "
+                   "outputs are the result (run.workers[i].output)")
 _CELL_WIDTH = 60
 _WHY_WIDTH = 60
 _FAILURE_WIDTH = 220
@@ -174,7 +176,14 @@ class RunTables(Rendered):
             parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
         if run.answer is not None:
             parts += ["answer", run.answer]
+        elif self.mapped_only:
+            parts += [NO_REDUCER_NOTE]
         return "\n".join(parts).rstrip() + "\n"
+
+    @property
+    def mapped_only(self) -> bool:
+        """The run skipped the reducer (``--no-reduce``): it has no answer by design."""
+        return self.run.config.get("reduce") is False
 
     def html(self) -> str:
         """Totals, answer (Markdown), spend by role, workers, tool calls and timeline."""
@@ -195,6 +204,8 @@ class RunTables(Rendered):
                 "<p><b>answer</b></p>",
                 f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
             ]
+        elif self.mapped_only:
+            parts.append(f"<p>{html.escape(NO_REDUCER_NOTE)}</p>")
         if run.calls:
             parts += ["<p><b>by role</b></p>",
                       html_table(self.role_rows(), self.ROLE_HEADERS, css="sk-roles")]

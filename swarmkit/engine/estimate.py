@@ -68,6 +68,8 @@ def estimate(
     roles.append(_bound(prices, "worker", config.worker.model, len(plan), worker_tokens,
                         completion=len(plan) * config.worker.max_tokens))
 
+    if not config.reduce:  # --no-reduce: no reducer call to bound
+        return Estimate(task, plan, tuple(roles))
     # The reducer reads every worker's output: at most max_tokens each.
     skeleton = reducer_request(config, task, [(i, t, "") for i, t in enumerate(plan, 1)])
     reducer_tokens = (skeleton.prompt_token_bound() + len(plan) * config.worker.max_tokens

@@ -20,7 +20,7 @@ from ..records import WorkerRecord
 from .budgeted import build_request
 from .context import StepContext
 
-__all__ = ["hold_for_reducer", "reduce", "reducer_messages", "reducer_request"]
+__all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages", "reducer_request"]
 
 # Average bytes per token when sizing the reducer's hold before worker outputs exist.
 _BYTES_PER_TOKEN_ESTIMATE = 4
@@ -89,6 +89,19 @@ def reducer_request(
     if max_tokens is not None:
         extra["max_tokens"] = max_tokens
     return build_request(config, "reducer", messages, **extra)
+
+
+def mapped_only(
+    context: StepContext, records: list[WorkerRecord]
+) -> tuple[Any, str | None, str | None]:
+    """``reduce=False``: no reducer call. The run is completed when every worker
+    finished (partial when some did, failed when none did); the answer is None and the
+    workers' outputs are the result."""
+    context.budget.release_hold()
+    done = sum(r.status == "completed" for r in records)
+    if not done:
+        return "failed", None, _nothing_to_reduce(records)
+    return ("completed" if done == len(records) else "partial"), None, None
 
 
 async def reduce(

@@ -27,7 +27,7 @@ from .context import StepContext
 from .halt import STOPPED, Halt
 from .planner import make_plan
 from .recorder import RunRecorder
-from .reducer import hold_for_reducer, reduce
+from .reducer import hold_for_reducer, mapped_only, reduce
 from .worker import WorkerContext, WorkerLoop, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
@@ -145,11 +145,14 @@ class Engine:
         if self.halt.cancel is not None:
             self._main.cancel()  # cancelled before it started: the first await stops it
         try:
-            plan = await make_plan(self.context, task)
+            plan = await self._plan(task)
             self.phase = "workers"
             records = await self._fan_out(task, plan)
             self.phase = "reducing"
-            status, answer, error = await reduce(self.context, task, plan, records)
+            if self.config.reduce:
+                status, answer, error = await reduce(self.context, task, plan, records)
+            else:
+                status, answer, error = mapped_only(self.context, records)
             if self.halt.stop is not None:
                 status = STOPPED  # the answer merges only what finished before the stop
         except PlanError as exc:
@@ -183,7 +186,14 @@ class Engine:
     async def plan_only(self, task: str) -> tuple[str, ...]:
         """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
-        return await make_plan(self.context, task)
+        return await self._plan(task)
+
+    async def _plan(self, task: str) -> tuple[str, ...]:
+        """The planner's plan, or the tasks the user gave (then no planner call at all)."""
+        if not self.config.tasks:
+            return await make_plan(self.context, task)
+        self.emit(PlanReady(self.config.tasks, "", self.now()))
+        return self.config.tasks
 
     def _finish(
         self, status: Any, answer: str | None, error: str | None, duration: float | None = None
@@ -194,7 +204,8 @@ class Engine:
         self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
 
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
-        hold_for_reducer(self.context, task, plan)
+        if self.config.reduce:
+            hold_for_reducer(self.context, task, plan)
         slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
         try:

@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
 from ..config import options as option_table
+from ..runrecord import RunRecord
 from .tools import resolve_tools
 
 __all__ = [
@@ -83,10 +84,39 @@ def _table_flags() -> list[Flag]:
         elif row.kind == "tools":
             flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
                               metavar=row.metavar, resolve=resolve_tools))
+        elif row.kind == "tasks":
+            flags.append(Flag(row.flag_name, row.help, option=row.name, metavar=row.metavar,
+                              resolve=_given_tasks))
+        elif row.kind == "run":
+            flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
+                              metavar=row.metavar, resolve=_earlier_run))
         else:
             flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
                       for flag, name, help_text in row.flags("magic")]
     return flags
+
+
+def _given_tasks(name: str, namespace: Mapping[str, Any]) -> Any:
+    """``--tasks NAME``: the notebook's value (its type is checked with the template)."""
+    if not name.isidentifier() or name not in namespace:
+        raise UsageError(
+            f"%%swarm: --tasks {name} names no variable in the notebook; define {name} as "
+            "a list of strings, a pandas Series, or a DataFrame with --task-template"
+        )
+    return namespace[name]
+
+
+def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:
+    """``--plan-from RUN``: a Run in the notebook, else a run id (prefix) for the history."""
+    value = namespace.get(name) if name.isidentifier() else None
+    if isinstance(value, RunRecord):
+        return value
+    if value is not None:
+        raise UsageError(
+            f"%%swarm: --plan-from {name} is a {type(value).__name__}, not a Run; name a "
+            "Run (e.g. _swarm or an --out variable) or a run id from %swarm history"
+        )
+    return name
 
 
 # What the magic does with the run: not options of the run, so not in the option table.

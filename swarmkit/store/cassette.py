@@ -199,8 +199,13 @@ class Cassette:
         return str(self.run["task"])
 
     def resolve_config(self, config: SwarmConfig) -> SwarmConfig:
-        """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server."""
+        """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server;
+        given tasks and a skipped reducer come from the recording (no namespace needed)."""
         recorded = self.run.get("config") or {}
+        if not config.tasks and recorded.get("tasks"):
+            config = replace(config, tasks=tuple(recorded["tasks"]))
+        if recorded.get("reduce") is False:
+            config = replace(config, reduce=False)
         roles = {}
         for role in ROLES:
             current = config.role(role)

@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +20,10 @@ from nbclient import NotebookClient
 from swarmkit.display import RunDiff, RunListing
 from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
-from swarmkit.testing import FakeRequest, FakeServer, swarm_shell
+from swarmkit.testing import FakeRequest, FakeServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "Name three rivers"
-
-
-@pytest.fixture(scope="module")
-def shell() -> InteractiveShell:
-    return swarm_shell()
-
-
-@pytest.fixture
-def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
-    instance = shell.magics_manager.registry["SwarmMagics"]
-    assert isinstance(instance, SwarmMagics)
-    instance.session_options = {}
-    instance.last_run = None
-    yield instance
-    instance.session_options = {}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=60) as fake:
-        yield fake
 
 
 def line_for(base_url: str, extra: str = "") -> str:
