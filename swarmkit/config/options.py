@@ -50,8 +50,9 @@ SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
 # http(s) URL, "model" a model name, "text" as written, "steps" comma-separated step
 # names, "prices" (model, in, out) rows, "tools" tools for the workers (not a config
 # field: a keyword of create_engine).
+# "schema" a pydantic model class or JSON schema (a namespace name on the magic line).
 Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
-               "steps", "prices", "tools"]
+               "steps", "prices", "tools", "schema"]
 ROLE_NAMES = ("planner", "worker", "reducer")
 # ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
 UNSET_VALUES = ("", "none", "default")
@@ -161,6 +162,9 @@ OPTIONS: tuple[Option, ...] = (
        "(on in a notebook)", on="magic config cli",
        no_help="ask the model even where an identical request was answered before",
        env="SWARMKIT_CACHE"),
+    _o("output_type", "schema", "pydantic model or JSON schema (a notebook name) each "
+       "worker's reply must match; worker.data holds it", "NAME", field="output_schema",
+       flag="--schema", on="magic config replay"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

@@ -17,6 +17,7 @@ import html
 from decimal import Decimal
 
 from ..credentials.scrub import one_line
+from ..engine.reducer import reducer_text
 from ..engine.worker import worker_messages
 from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
@@ -261,7 +262,7 @@ def _reducer_input(state: LiveState) -> str:
     for index in state.reduced:
         worker = state.workers.get(index)
         if worker is not None and worker.record is not None:
-            inputs.append((index, worker.task, worker.record.output or ""))
+            inputs.append((index, worker.task, reducer_text(worker.record)))
     state.reducer_input_html = reducer_input(
         state.reducer_prompt, state.task, inputs, _LIVE_OUTPUT_CHARS * 2,
         "_swarm.reduced and _swarm.workers")

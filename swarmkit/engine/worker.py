@@ -1,7 +1,8 @@
 """One worker: its sub-task, its calls (or tool loop), and the record it leaves.
 
 A worker always ends with a WorkerFinished event and a final status: completed, failed,
-skipped or cancelled, with the reason (budget, provider, tools, error, interrupt, timeout).
+skipped or cancelled, with the reason (budget, provider, tools, schema, error, interrupt,
+timeout). With an output schema its answer is typed (swarmkit.engine.typed).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..events import Event, WorkerFinished, WorkerStarted
 from ..records import CallRecord, WorkerRecord, WorkerStatus
 from ..usage import Usage
 from .context import StepContext
+from .typed import checked_answer, schema_instruction, typed_answer
 
 __all__ = [
     "WorkerContext",
@@ -133,6 +135,7 @@ async def run_worker(
     record it leaves is put in ``records``; only a ReplayMiss or a cancel propagates."""
     tally = WorkerTally()
     step = f"worker-{index}"
+    data: Any = None
 
     def finish(status: WorkerStatus, **extra: Any) -> None:
         record = tally.record(index, subtask, status, **extra)
@@ -146,8 +149,17 @@ async def run_worker(
                 await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
             context.emit(WorkerStarted(index, subtask, context.now()))
             messages = worker_messages(context.config.system_prompt, task, index, subtask, total)
-            if loop is not None:
-                output = await loop(WorkerContext(context, index, step, tally), messages)
+            worker = WorkerContext(context, index, step, tally)
+            schema = context.config.output_schema
+            if schema is not None:
+                messages = schema_instruction(messages, schema)
+                if loop is not None:  # the tool loop's final answer is the one checked
+                    output, data = await checked_answer(worker, messages,
+                                                        await loop(worker, messages), None)
+                else:
+                    output, data = await typed_answer(worker, messages)
+            elif loop is not None:
+                output = await loop(worker, messages)
             else:
                 request = context.request("worker", messages)
                 outcome = await context.calls.call("worker", step, request, into=tally.calls)
@@ -171,7 +183,7 @@ async def run_worker(
         finish("cancelled", reason=None if reason == "cancelled" else reason)
         raise
     else:
-        finish("completed", output=output)
+        finish("completed", output=output, data=data)
 
 
 MAX_START_JITTER = 0.25
