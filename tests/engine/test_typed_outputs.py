@@ -169,3 +169,56 @@ def test_a_bad_output_type_is_a_one_line_config_error() -> None:
         swarmkit.run_sync("x", output_type=42)
     with pytest.raises(ConfigError, match="not a valid JSON schema"):
         swarmkit.run_sync("x", output_type={"type": "no-such-type"})
+
+
+# -- through the real shell, and exported -------------------------------------------------
+
+
+def test_schema_flag_in_the_shell_shows_the_field_columns(tmp_path: Path) -> None:
+    from IPython.core.error import UsageError
+    from IPython.utils.capture import capture_output
+
+    from swarmkit.testing import swarm_shell
+
+    shell = swarm_shell()
+    shell.user_ns["Verdict"] = Verdict
+    with FakeServer(Script()) as server:
+        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
+                "--workers 4 --schema Verdict --quiet --out typed")
+        with capture_output() as captured:
+            shell.run_cell_magic("swarm", line, "rate things")
+        with pytest.raises(UsageError, match="--schema Nope: no such name"):
+            shell.run_cell_magic("swarm", line.replace("Verdict", "Nope"), "rate things")
+    run = shell.user_ns.pop("typed")
+    assert [w.data for w in run.workers if w.data] == [
+        {"name": f"worker-{i}", "score": 7} for i in (1, 2, 4)]
+    assert len(captured.outputs) == 1
+    text = captured.outputs[0].data["text/plain"]
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("worker "))
+    assert header.split()[-2:] == ["name", "score"]
+    row = next(line for line in lines if line.startswith("1 "))
+    assert row.split()[-2:] == ["worker-1", "7"]
+    assert "worker 3 · failed (schema): the reply does not match the schema" in text
+    html = captured.outputs[0].data["text/html"]
+    assert "<th>name</th>" in html and "<th>score</th>" in html
+
+
+@pytest.mark.kernel
+def test_an_exported_typed_run_replays_offline_with_the_recorded_schema(tmp_path: Path) -> None:
+    import nbformat
+
+    from tests.support.notebooks import offline_env, run_nbval
+
+    with FakeServer(Script()) as server:
+        run = swarmkit.run_sync("rate things", model="fake-model", workers=4, history=False,
+                                base_url=server.base_url, output_type=Verdict)
+    # Export replays the run in a kernel (no namespace: no Verdict) and checks that its
+    # tables equal the run's own, failed (schema) row and field columns included.
+    result = run.export(tmp_path / "typed.ipynb")
+    cells = [c.source for c in nbformat.read(result.notebook, as_version=4).cells
+             if c.cell_type == "code"]
+    assert "output_type=" in cells[-2] and "--schema" not in cells[-1]
+    env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
+    checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
