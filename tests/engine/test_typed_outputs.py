@@ -222,3 +222,34 @@ def test_an_exported_typed_run_replays_offline_with_the_recorded_schema(tmp_path
     env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
     checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_with_tools_the_final_answer_is_the_one_checked_and_repaired() -> None:
+    @swarmkit.tool
+    def lookup(order_id: str) -> dict[str, str]:
+        """Find an order by its id."""
+        return {"order_id": order_id, "status": "shipped"}
+
+    def handler(request: FakeRequest) -> FakeReply:
+        if request.step == "planner":
+            return FakeReply(content=json.dumps({"tasks": ["order A-17"]}))
+        if request.step == "reducer":
+            return FakeReply(content="merged")
+        last = request.messages[-1]
+        if last.get("role") == "user" and "does not match" in str(last.get("content")):
+            return FakeReply(content='{"name": "A-17", "score": 1}')  # the repair
+        if last.get("role") == "tool":
+            return FakeReply(content="It has shipped.")  # not JSON: repaired
+        return FakeReply(tool_calls=[("lookup", {"order_id": "A-17"})])
+
+    with FakeServer(handler) as server:
+        run = swarmkit.run_sync("orders", tools=[lookup], **options(
+            server, output_type=Verdict, workers=1))
+        worker_bodies = [r.body for r in server.requests if r.step == "worker-1"]
+    [worker] = run.workers
+    assert worker.status == "completed" and worker.data == {"name": "A-17", "score": 1}
+    assert worker.tool_calls == 1 and len(worker_bodies) == 3
+    # The tool turns go without response_format; the repair follows the final answer.
+    assert all("response_format" not in body for body in worker_bodies)
+    assert worker_bodies[-1]["messages"][-2] == {"role": "assistant",
+                                                 "content": "It has shipped."}
