@@ -164,7 +164,7 @@ OPTIONS: tuple[Option, ...] = (
        env="SWARMKIT_CACHE"),
     _o("output_type", "schema", "pydantic model or JSON schema (a notebook name) each "
        "worker's reply must match; worker.data holds it", "NAME", field="output_schema",
-       flag="--schema", on="magic config replay"),
+       flag="--schema", on="magic config cli replay"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -242,6 +242,8 @@ def _flags(row: Option, surface: Surface) -> str:
     flags = [flag for flag, _, _ in row.flags(surface)]
     if surface == "cli" and row.kind == "tools":
         return f"`{flags[0]} MODULE:NAME,...`"
+    if surface == "cli" and row.kind == "schema":
+        return "`--schema-file PATH` (a JSON schema)"
     return ", ".join(f"`{flag}`" for flag in flags)
 
 
