@@ -121,7 +121,9 @@ def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, 
     if prompt is None or worker.started is None:
         return []  # an old run without its prompt, or a worker that never sent anything
     total = len(run.plan) or len(run.workers)
-    return worker_messages(str(prompt), run.task, worker.index, worker.task, total)
+    schema = run.config.get("output_schema")
+    return worker_messages(str(prompt), run.task, worker.index, worker.task, total,
+                           schema if isinstance(schema, str) else None)
 
 
 def worker_details(

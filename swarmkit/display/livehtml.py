@@ -204,7 +204,7 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
     if worker.started is None and worker.record is None:
         return clipped(worker.task, 48)
     messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
-                               max(len(state.plan), worker.index))
+                               max(len(state.plan), worker.index), state.output_schema)
     record = worker.record
     body = worker_body(
         index=worker.index, task=worker.task, messages=messages,

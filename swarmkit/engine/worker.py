@@ -109,16 +109,19 @@ WorkerLoop = Callable[[WorkerContext, list[dict[str, Any]]], Awaitable[str]]
 
 
 def worker_messages(
-    system_prompt: str, task: str, index: int, subtask: str, total: int
+    system_prompt: str, task: str, index: int, subtask: str, total: int,
+    schema: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The conversation a worker starts from (the dry-run estimate sizes it too)."""
-    return [
+    """The conversation a worker starts from (the dry-run estimate sizes it too); with an
+    output ``schema`` (JSON text), it asks for JSON matching it."""
+    messages = [
         {"role": "system", "content": system_prompt},
         {
             "role": "user",
             "content": f"Overall task: {task}\n\nYour sub-task ({index} of {total}): {subtask}",
         },
     ]
+    return messages if schema is None else schema_instruction(messages, schema)
 
 
 async def run_worker(
@@ -148,11 +151,11 @@ async def run_worker(
             if delay:
                 await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
             context.emit(WorkerStarted(index, subtask, context.now()))
-            messages = worker_messages(context.config.system_prompt, task, index, subtask, total)
-            worker = WorkerContext(context, index, step, tally)
             schema = context.config.output_schema
+            messages = worker_messages(context.config.system_prompt, task, index, subtask, total,
+                                       schema)
+            worker = WorkerContext(context, index, step, tally)
             if schema is not None:
-                messages = schema_instruction(messages, schema)
                 if loop is not None:  # the tool loop's final answer is the one checked
                     output, data = await checked_answer(worker, messages,
                                                         await loop(worker, messages), None)

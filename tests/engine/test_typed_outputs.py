@@ -14,6 +14,7 @@ import pydantic
 import pytest
 
 import swarmkit
+from swarmkit.display.drilldown import run_worker_messages
 from swarmkit.engine.ladder import forget_rungs
 from swarmkit.errors import ConfigError
 from swarmkit.runrecord import RunRecord
@@ -90,6 +91,8 @@ def test_invalid_reply_is_repaired_once_and_a_second_miss_fails_the_worker() -> 
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["schema"] == Verdict.model_json_schema()
     assert "JSON schema" in first["messages"][-1]["content"]
+    # The drill-down rebuilds that conversation, the schema's request included.
+    assert run_worker_messages(run, by_index[1]) == first["messages"]
     # The reducer gets the JSON of the workers that have data.
     reducer = next(r for r in requests if r.step == "reducer").body["messages"][-1]["content"]
     assert '{"name": "worker-1", "score": 7}' in reducer
