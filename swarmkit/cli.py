@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, TextIO
 
 from .api import create_engine
@@ -23,7 +24,7 @@ from .export.writer import existing
 from .result import Run
 from .tools import Tool
 
-__all__ = ["ProgressLine", "import_tools", "main"]
+__all__ = ["ProgressLine", "import_tools", "main", "read_schema_file"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 DEMO_TASK = "Give three practical tips for writing clear technical documentation."
@@ -89,6 +90,8 @@ variable also have per-role flags (--planner-model, --worker-base-url, ...).
 a list of them) in MODULE, imported from the current directory or the installed
 packages (e.g. --tools mytools:lookup,mytools:search).
 exit status: 0 an answer, 1 the run failed, 2 a bad option or value, 130 interrupted."""
+SCHEMA_FILE_FLAG = "--schema-file"
+SCHEMA_FILE_HELP = "a JSON schema file each worker's reply must match (typed outputs)"
 TOOLS_HELP = "tools for the workers: MODULE:NAME of @swarmkit.tool functions, comma-separated"
 
 
@@ -109,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
         elif row.kind == "tools":
             run.add_argument(row.flag_name, dest=row.name, metavar="MODULE:NAME,...",
                              help=TOOLS_HELP)
+        elif row.kind == "schema":
+            run.add_argument(SCHEMA_FILE_FLAG, dest=row.name, metavar="PATH",
+                             help=SCHEMA_FILE_HELP)
         else:
             for flag, name, help_text in row.flags("cli"):
                 run.add_argument(flag, dest=name, metavar=row.metavar, help=_escape(help_text))
@@ -132,7 +138,17 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
     options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if "tools" in options:
         options["tools"] = import_tools(options["tools"])
+    if "output_type" in options:
+        options["output_type"] = read_schema_file(options["output_type"])
     return options
+
+
+def read_schema_file(path: str) -> str:
+    """The text of ``--schema-file PATH`` (SwarmConfig checks it is a JSON schema)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{SCHEMA_FILE_FLAG} {path}: cannot read it ({exc})") from None
 
 
 def import_tools(specs: str) -> list[Any]:

@@ -6,6 +6,7 @@
     ├── ProviderError          a model call failed for good (status, first body line)
     │   └── ResponseFormatUnsupported   the server refused response_format (fall back)
     ├── PlanError              the planner returned nothing usable (keeps the raw text)
+    ├── OutputSchemaError      a worker's reply did not match --schema, even after a repair
     ├── BudgetExceeded         a reservation cannot fit under the cap (states the numbers)
     ├── StoreError             cache / history database trouble
     │   ├── CassetteError      a cassette is unreadable, garbled or of another version
@@ -30,6 +31,7 @@ __all__ = [
     "ExportError",
     "LocalModelError",
     "MCPError",
+    "OutputSchemaError",
     "PlanError",
     "ProviderError",
     "RecordError",
@@ -122,6 +124,13 @@ class ReplayMiss(StoreError):
         super().__init__(message)
         self.step = step
         self.closest = closest
+
+
+class OutputSchemaError(SwarmError):
+    """A worker's reply did not match the run's output schema, even after one repair;
+    the worker is failed with reason ``schema``."""
+
+    reason = "schema"
 
 
 class ToolError(SwarmError):

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from .calls import CallSource
-from .schema import Cost, Count, Schema, Seconds
+from .schema import Cost, Count, JSONValue, Schema, Seconds
 from .usage import Usage
 
 __all__ = [
@@ -180,6 +180,9 @@ class WorkerRecord:
     tool_calls: Count = 0
     cached_calls: Count = 0
     error: str | None = None
+    # The reply parsed and checked against the run's output schema (--schema), as JSON
+    # values; None without a schema. Older files have no such key.
+    data: JSONValue = None
 
     def __post_init__(self) -> None:
         _priced(self)
@@ -204,6 +207,7 @@ class WorkerRecord:
             "tool_calls": self.tool_calls,
             "cached_calls": self.cached_calls,
             "error": self.error,
+            **({} if self.data is None else {"data": self.data}),
         }
 
     @classmethod

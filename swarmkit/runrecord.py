@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ValidationError
 
 from .errors import ConfigError, RecordError
+from .outputschema import schema_fields
 from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
 from .schema import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .usage import Usage
@@ -96,12 +97,23 @@ class RunRecord:
         )
 
     def to_dataframe(self) -> pandas.DataFrame:
-        """The per-worker table as a pandas DataFrame (needs pandas)."""
+        """The per-worker table as a pandas DataFrame (needs pandas). With an output
+        schema (``--schema``), each top-level field of a worker's ``data`` is a column
+        too (``data_<name>`` where a worker column has that name already)."""
         try:
             import pandas
         except ImportError:
             raise ConfigError("to_dataframe needs pandas: pip install pandas") from None
-        return pandas.DataFrame([w.to_dict() for w in self.workers])
+        schema = self.config.get("output_schema")
+        fields = schema_fields(schema if isinstance(schema, str) else None)
+        rows = []
+        for worker in self.workers:
+            row = worker.to_dict()
+            data = worker.data if isinstance(worker.data, dict) else {}
+            for name in fields:
+                row["data_" + name if name in row else name] = data.get(name)
+            rows.append(row)
+        return pandas.DataFrame(rows)
 
     # -- JSON ------------------------------------------------------------------------
 

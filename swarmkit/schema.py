@@ -42,6 +42,7 @@ __all__ = [
     "Flag",
     "Integer",
     "JSONObject",
+    "JSONValue",
     "Number",
     "RecordedConfig",
     "RecordedRole",
@@ -114,6 +115,8 @@ def _finite(value: Any) -> Any:
 
 # A JSON object kept as read (a request body): any shape, but only finite numbers.
 JSONObject = Annotated[dict[str, Any], AfterValidator(_finite)]
+# Any JSON value (a typed worker output): kept as read, only finite numbers.
+JSONValue = Annotated[Any, AfterValidator(_finite)]
 
 
 def shaped_like(kind: Any) -> WrapValidator:
@@ -234,6 +237,7 @@ class RecordedConfig(TypedDict, total=False):
     backoff_base: Number
     backoff_max: Number
     stream_reducer: Flag
+    output_schema: str | None
     max_tool_hops: Count
     tool_concurrency: Count
     max_tool_errors: Count

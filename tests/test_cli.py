@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from swarmkit.testing import FakeServer, Fault, FaultRule
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,3 +131,24 @@ def test_run_no_reduce_ends_with_the_workers_outputs_and_no_reducer_call(
         assert server.count("reducer") == 0 and server.count("worker-*") == 3
     assert done.returncode == 0, done.stderr
     assert "the reducer was skipped (--no-reduce)" in done.stdout
+def test_schema_file_types_the_workers_outputs(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}},
+              "required": ["name"]}
+    (tmp_path / "named.json").write_text(json.dumps(schema), encoding="utf-8")
+
+    def handler(request: FakeRequest) -> FakeReply | None:
+        if request.step.startswith("worker"):
+            return FakeReply(content=json.dumps({"name": request.step}))
+        return None  # the default planner and reducer
+
+    with FakeServer(handler, plan_tasks=2) as server:
+        done = swarmkit_cli("run", "task", *common(server), "--json", "--history-path",
+                            str(tmp_path / "h.db"), "--schema-file",
+                            str(tmp_path / "named.json"))
+        missing = swarmkit_cli("run", "task", *common(server), "--schema-file",
+                               str(tmp_path / "nope.json"))
+    assert done.returncode == 0, done.stderr
+    workers = json.loads(done.stdout)["workers"]
+    assert [w["data"] for w in workers] == [{"name": "worker-1"}, {"name": "worker-2"}]
+    assert missing.returncode == 2 and "--schema-file" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1

@@ -52,9 +52,10 @@ SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
 # names, "prices" (model, in, out) rows, "tools" tools for the workers (not a config
 # field: a keyword of create_engine), "tasks" sub-tasks from the notebook (a list, a
 # Series or a DataFrame: the magic looks its name up), "run" an earlier run (a Run in
-# the notebook, or a run id in the history: a keyword of create_engine).
+# the notebook, or a run id in the history: a keyword of create_engine), "schema" a
+# pydantic model class or JSON schema (a namespace name on the magic line).
 Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
-               "steps", "prices", "tools", "tasks", "run"]
+               "steps", "prices", "tools", "tasks", "run", "schema"]
 ROLE_NAMES = ("planner", "worker", "reducer")
 # ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
 UNSET_VALUES = ("", "none", "default")
@@ -173,6 +174,9 @@ OPTIONS: tuple[Option, ...] = (
        "RUN", on="magic"),
     _o("reduce", "bool", "merge the workers' outputs into one answer",
        no_help="no reducer: the run ends with the workers' outputs (answer None)"),
+    _o("output_type", "schema", "pydantic model or JSON schema (a notebook name) each "
+       "worker's reply must match; worker.data holds it", "NAME", field="output_schema",
+       flag="--schema", on="magic config cli replay"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -253,6 +257,8 @@ def _flags(row: Option, surface: Surface) -> str:
     flags = [flag for flag, _, _ in row.flags(surface)]
     if surface == "cli" and row.kind == "tools":
         return f"`{flags[0]} MODULE:NAME,...`"
+    if surface == "cli" and row.kind == "schema":
+        return "`--schema-file PATH` (a JSON schema)"
     return ", ".join(f"`{flag}`" for flag in flags)
 
 

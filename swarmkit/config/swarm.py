@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ..outputschema import canonical_schema
 from ..tasks import given_tasks
 from ..urls import redact_url
 from .options import NOT_FIELDS, OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
@@ -98,6 +99,9 @@ class SwarmConfig:
     backoff_base: float = 0.25
     backoff_max: float = 20.0
     stream_reducer: bool = True
+    # Typed worker outputs: canonical JSON text of the JSON schema each worker's reply
+    # must match (swarmkit.outputschema); set from a model class or dict by output_type.
+    output_schema: str | None = None
     # tools
     max_tool_hops: int = 3
     tool_concurrency: int = 8
@@ -336,6 +340,8 @@ _BOOL_FIELDS = _fields_of("bool")
 
 def _coerce_top(name: str, value: Any, option: str = "") -> Any:
     """``value`` as the field ``name`` needs; ``option`` is the alias the user wrote."""
+    if name == "output_schema":
+        return canonical_schema(value, option or name)
     if name == "budget_usd":
         try:
             amount = Decimal(str(value).strip().lstrip("$"))

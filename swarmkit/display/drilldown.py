@@ -17,7 +17,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..engine.reducer import reducer_messages
+from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
 from .markdown import markdown_html
 
@@ -121,7 +121,9 @@ def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, 
     if prompt is None or worker.started is None:
         return []  # an old run without its prompt, or a worker that never sent anything
     total = len(run.plan) or len(run.workers)
-    return worker_messages(str(prompt), run.task, worker.index, worker.task, total)
+    schema = run.config.get("output_schema")
+    return worker_messages(str(prompt), run.task, worker.index, worker.task, total,
+                           schema if isinstance(schema, str) else None)
 
 
 def worker_details(
@@ -162,7 +164,7 @@ def reducer_details(run: RunRecord) -> str:
     if not run.reduced or "reducer_prompt" not in run.config:
         return ""
     by_index = {w.index: w for w in run.workers}
-    inputs = [(i, by_index[i].task, by_index[i].output or "") for i in run.reduced
+    inputs = [(i, by_index[i].task, reducer_text(by_index[i])) for i in run.reduced
               if i in by_index]
     return reducer_input(str(run.config["reducer_prompt"]), run.task, inputs,
                          MAX_REDUCER_INPUT_CHARS, "run.reduced and run.workers")

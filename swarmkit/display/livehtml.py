@@ -17,6 +17,7 @@ import html
 from decimal import Decimal
 
 from ..credentials.scrub import one_line
+from ..engine.reducer import reducer_text
 from ..engine.worker import worker_messages
 from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
@@ -203,7 +204,7 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
     if worker.started is None and worker.record is None:
         return clipped(worker.task, 48)
     messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
-                               max(len(state.plan), worker.index))
+                               max(len(state.plan), worker.index), state.output_schema)
     record = worker.record
     body = worker_body(
         index=worker.index, task=worker.task, messages=messages,
@@ -261,7 +262,7 @@ def _reducer_input(state: LiveState) -> str:
     for index in state.reduced:
         worker = state.workers.get(index)
         if worker is not None and worker.record is not None:
-            inputs.append((index, worker.task, worker.record.output or ""))
+            inputs.append((index, worker.task, reducer_text(worker.record)))
     state.reducer_input_html = reducer_input(
         state.reducer_prompt, state.task, inputs, _LIVE_OUTPUT_CHARS * 2,
         "_swarm.reduced and _swarm.workers")

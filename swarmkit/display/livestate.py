@@ -124,6 +124,7 @@ class LiveState(_Spent):
         self.task = task
         self.models = config.models
         self.system_prompt = config.system_prompt  # worker messages, for the drill-down
+        self.output_schema = config.output_schema
         self.phase = "starting"
         self.error: str | None = None
         self.cancelling = False

@@ -10,6 +10,7 @@ run renders byte-identical output.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from decimal import Decimal
 from functools import cached_property
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..credentials.scrub import one_line
+from ..outputschema import schema_fields
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
 from .rendered import Bundle, Rendered
@@ -74,6 +76,19 @@ class RunTables(Rendered):
         self.run = run
 
     @cached_property
+    def fields(self) -> tuple[str, ...]:
+        """The output schema's top-level fields (``--schema``): one column each."""
+        schema = self.run.config.get("output_schema")
+        return schema_fields(schema if isinstance(schema, str) else None)
+
+    @property
+    def worker_headers(self) -> tuple[str, ...]:
+        return (*self.WORKER_HEADERS, *self.fields)
+
+    def _worker_cells(self, worker: WorkerRecord) -> tuple[Any, ...]:
+        return (*_worker_row(worker), *(_data_cell(worker.data, name) for name in self.fields))
+
+    @cached_property
     def usage(self) -> Usage:
         """The run's usage, summed once per render (a sum over every call)."""
         return self.run.usage
@@ -81,8 +96,8 @@ class RunTables(Rendered):
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
         workers = self.run.workers
-        return rows_with_gaps(len(workers), shown, lambda i: _worker_row(workers[i]),
-                              len(self.WORKER_HEADERS))
+        return rows_with_gaps(len(workers), shown, lambda i: self._worker_cells(workers[i]),
+                              len(self.worker_headers))
 
     def tool_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per tool call; with ``shown``, those calls' rows and a row per gap."""
@@ -116,7 +131,7 @@ class RunTables(Rendered):
 
     def worker_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
         """Every worker's row (``shown``: only those, as the display does)."""
-        return render_table(self.worker_rows(shown), self.WORKER_HEADERS, fmt)
+        return render_table(self.worker_rows(shown), self.worker_headers, fmt)
 
     def tool_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
         """Every tool call's row (``shown``: only those, as the display does)."""
@@ -244,7 +259,7 @@ class RunTables(Rendered):
         def row(position: int) -> tuple[Any, ...]:
             worker = workers[position]
             failure = failures.get(position)
-            cells = _worker_row(worker)
+            cells = self._worker_cells(worker)
             summary = one_line(worker.task, _TASK_WIDTH)
             task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
                                          summary), summary)
@@ -252,9 +267,10 @@ class RunTables(Rendered):
             return (cells[0], cells[2], task, why, *cells[3:])
 
         rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
-                for r in rows_with_gaps(len(workers), shown, row, len(self.HTML_WORKER_HEADERS))]
+                for r in rows_with_gaps(len(workers), shown, row,
+                                        len(self.HTML_WORKER_HEADERS) + len(self.fields))]
         classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
-        headers = self.HTML_WORKER_HEADERS
+        headers = (*self.HTML_WORKER_HEADERS, *self.fields)
         if not failures:  # an empty "why" column would only take width from the task
             rows = [(*r[:3], *r[4:]) for r in rows]
             headers = (*headers[:3], *headers[4:])
@@ -296,6 +312,15 @@ def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
         f"{w.latency:.2f}s",
         w.tool_calls,
     )
+
+
+def _data_cell(data: Any, name: str) -> str:
+    """A worker's value of one schema field, on one line ("" when it has none)."""
+    if not isinstance(data, dict) or name not in data:
+        return ""
+    value = data[name]
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return one_line(text, _CELL_WIDTH)
 
 
 def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:

@@ -62,7 +62,8 @@ def estimate(
 
     worker_tokens = 0
     for index, subtask in enumerate(plan, start=1):
-        messages = worker_messages(config.system_prompt, task, index, subtask, len(plan))
+        messages = worker_messages(config.system_prompt, task, index, subtask, len(plan),
+                                   config.output_schema)
         request = build_request(config, "worker", messages)
         worker_tokens += request.prompt_token_bound() + (request.max_tokens or 0)
     roles.append(_bound(prices, "worker", config.worker.model, len(plan), worker_tokens,

@@ -1,4 +1,5 @@
-"""The planner's ``response_format`` ladder, and the rung each endpoint took this session.
+"""The ``response_format`` ladder of the planner and of typed workers (``--schema``), and
+the rung each endpoint took this session.
 
 OpenAI-compatible servers differ in what structured output they take, and say so
 differently (swarmkit.provider.call maps each refusal to ResponseFormatUnsupported):
@@ -20,6 +21,10 @@ with the schema → bare ``json_object`` (only when the rung above was refused: 
 same request without the field a strict server objects to) → plain text. The rung that
 gave a usable plan is remembered per endpoint and model for the process, so later runs
 start there instead of paying for refusals again.
+
+Workers with an output schema (``output_rungs``) go down the same rungs with the user's
+schema; their rung is remembered apart from the planner's (``purpose``), since a server
+may take one schema and refuse the other.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "Rung",
     "RungName",
     "forget_rungs",
+    "output_rungs",
     "plan_rungs",
     "plan_schema",
     "remember_rung",
@@ -86,6 +92,24 @@ def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) 
                  {"type": "json_object", "schema": plan_schema(max_workers)}),
             Rung("json_object", {"type": "json_object"}, after_refusal=True),
         ]
+    return _from(rungs, start)
+
+
+def output_rungs(
+    schema: dict[str, Any], *, local: bool, start: RungName | None = None
+) -> list[Rung]:
+    """A typed worker's ladder for the user's ``schema``, best first, from ``start``."""
+    rungs: list[Rung] = []
+    if not local:
+        strict = {"name": "worker_output", "schema": schema, "strict": True}
+        rungs.append(Rung("json_schema", {"type": "json_schema", "json_schema": strict}))
+    rungs.append(Rung("json_object+schema", {"type": "json_object", "schema": schema}))
+    if not local:
+        rungs.append(Rung("json_object", {"type": "json_object"}, after_refusal=True))
+    return _from(rungs, start)
+
+
+def _from(rungs: list[Rung], start: RungName | None) -> list[Rung]:
     rungs.append(Rung("text", None))
     names = [rung.name for rung in rungs]
     if start in names:
@@ -96,23 +120,24 @@ def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) 
 
 
 # Process-wide: a kernel's runs against one server share what was learnt about it.
-_taken: dict[tuple[str, str], RungName] = {}
+_taken: dict[tuple[str, str, str], RungName] = {}
 _lock = threading.Lock()
 
 
-def _key(role: RoleConfig) -> tuple[str, str]:
-    return (role.base_url or "", role.model)
+def _key(role: RoleConfig, purpose: str) -> tuple[str, str, str]:
+    return (role.base_url or "", role.model, purpose)
 
 
-def remembered_rung(role: RoleConfig) -> RungName | None:
-    """The rung that last gave ``role``'s endpoint and model a usable plan, if any."""
+def remembered_rung(role: RoleConfig, purpose: str = "plan") -> RungName | None:
+    """The rung that last gave ``role``'s endpoint and model a usable answer for
+    ``purpose`` (``plan``, or ``output`` for typed workers), if any."""
     with _lock:
-        return _taken.get(_key(role))
+        return _taken.get(_key(role, purpose))
 
 
-def remember_rung(role: RoleConfig, name: RungName) -> None:
+def remember_rung(role: RoleConfig, name: RungName, purpose: str = "plan") -> None:
     with _lock:
-        _taken[_key(role)] = name
+        _taken[_key(role, purpose)] = name
 
 
 def forget_rungs() -> None:

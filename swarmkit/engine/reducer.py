@@ -7,6 +7,7 @@ then it is given fewer outputs; the workers it received are recorded in the Run.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from decimal import Decimal
 from typing import Any
@@ -20,7 +21,8 @@ from ..records import WorkerRecord
 from .budgeted import build_request
 from .context import StepContext
 
-__all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages", "reducer_request"]
+__all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages",
+           "reducer_request", "reducer_text"]
 
 # Average bytes per token when sizing the reducer's hold before worker outputs exist.
 _BYTES_PER_TOKEN_ESTIMATE = 4
@@ -36,6 +38,14 @@ def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
     budget = any(r.reason == "budget" for r in records)
     hint = "raise the budget or lower max_tokens" if budget else "see the workers' errors"
     return f"no worker finished ({counts}); nothing to reduce; {hint}"
+
+
+def reducer_text(record: WorkerRecord) -> str:
+    """What the reducer is given of a finished worker: its typed value as JSON when it
+    has one (``--schema``), else its text."""
+    if record.data is not None:
+        return json.dumps(record.data, ensure_ascii=False)
+    return record.output or ""
 
 
 def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> None:
@@ -111,7 +121,7 @@ async def reduce(
     context.budget.release_hold()
     if not done:
         return "failed", None, _nothing_to_reduce(records)
-    inputs = [(r.index, r.task, r.output or "") for r in done]
+    inputs = [(r.index, r.task, reducer_text(r)) for r in done]
     request, reservation, inputs = await _reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
 

@@ -1,7 +1,8 @@
 """One worker: its sub-task, its calls (or tool loop), and the record it leaves.
 
 A worker always ends with a WorkerFinished event and a final status: completed, failed,
-skipped or cancelled, with the reason (budget, provider, tools, error, interrupt, timeout).
+skipped or cancelled, with the reason (budget, provider, tools, schema, error, interrupt,
+timeout). With an output schema its answer is typed (swarmkit.engine.typed).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..events import Event, WorkerFinished, WorkerStarted
 from ..records import CallRecord, WorkerRecord, WorkerStatus
 from ..usage import Usage
 from .context import StepContext
+from .typed import checked_answer, schema_instruction, typed_answer
 
 __all__ = [
     "WorkerContext",
@@ -107,16 +109,19 @@ WorkerLoop = Callable[[WorkerContext, list[dict[str, Any]]], Awaitable[str]]
 
 
 def worker_messages(
-    system_prompt: str, task: str, index: int, subtask: str, total: int
+    system_prompt: str, task: str, index: int, subtask: str, total: int,
+    schema: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The conversation a worker starts from (the dry-run estimate sizes it too)."""
-    return [
+    """The conversation a worker starts from (the dry-run estimate sizes it too); with an
+    output ``schema`` (JSON text), it asks for JSON matching it."""
+    messages = [
         {"role": "system", "content": system_prompt},
         {
             "role": "user",
             "content": f"Overall task: {task}\n\nYour sub-task ({index} of {total}): {subtask}",
         },
     ]
+    return messages if schema is None else schema_instruction(messages, schema)
 
 
 async def run_worker(
@@ -133,6 +138,7 @@ async def run_worker(
     record it leaves is put in ``records``; only a ReplayMiss or a cancel propagates."""
     tally = WorkerTally()
     step = f"worker-{index}"
+    data: Any = None
 
     def finish(status: WorkerStatus, **extra: Any) -> None:
         record = tally.record(index, subtask, status, **extra)
@@ -145,9 +151,18 @@ async def run_worker(
             if delay:
                 await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
             context.emit(WorkerStarted(index, subtask, context.now()))
-            messages = worker_messages(context.config.system_prompt, task, index, subtask, total)
-            if loop is not None:
-                output = await loop(WorkerContext(context, index, step, tally), messages)
+            schema = context.config.output_schema
+            messages = worker_messages(context.config.system_prompt, task, index, subtask, total,
+                                       schema)
+            worker = WorkerContext(context, index, step, tally)
+            if schema is not None:
+                if loop is not None:  # the tool loop's final answer is the one checked
+                    output, data = await checked_answer(worker, messages,
+                                                        await loop(worker, messages), None)
+                else:
+                    output, data = await typed_answer(worker, messages)
+            elif loop is not None:
+                output = await loop(worker, messages)
             else:
                 request = context.request("worker", messages)
                 outcome = await context.calls.call("worker", step, request, into=tally.calls)
@@ -171,7 +186,7 @@ async def run_worker(
         finish("cancelled", reason=None if reason == "cancelled" else reason)
         raise
     else:
-        finish("completed", output=output)
+        finish("completed", output=output, data=data)
 
 
 MAX_START_JITTER = 0.25

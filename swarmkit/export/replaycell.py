@@ -123,7 +123,7 @@ def _position(order: list[str], name: str) -> int:
 
 def _flag_names() -> dict[str, str]:
     """Option name -> ``%%swarm`` flag, for the replayed options that take a value."""
-    return {name: flag for row in OPTIONS if row.on("replay") and row.kind != "bool"
+    return {name: flag for row in OPTIONS if row.on("replay") and row.kind not in ("bool", "schema")
             for flag, name, _ in row.flags("magic")}
 
 

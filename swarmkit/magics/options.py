@@ -4,8 +4,9 @@ The flags that set an option of the run are built from the option table
 (``swarmkit.config.options``): a row on the ``magic`` surface is a flag whose text goes
 to ``SwarmConfig.with_options`` (``target="config"``), which coerces and validates it;
 the ``tools`` row is a ``create_engine`` keyword (``target="engine"``) resolved with the
-user namespace. The flags the magic itself reads (``--out``, ``--background``, ...) are
-the rows of :data:`MAGIC_FLAGS`. :data:`FLAGS` is both, in the order of the help.
+user namespace, and a ``schema`` row's NAME is looked up there too. The flags the
+magic itself reads (``--out``, ``--background``, ...) are the rows of
+:data:`MAGIC_FLAGS`. :data:`FLAGS` is both, in the order of the help.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "build_parser",
     "name_the_flag",
     "parse_line",
+    "resolve_schema",
 ]
 
 # A notebook session caches by default: re-running an edited cell pays only for what changed.
@@ -90,6 +92,9 @@ def _table_flags() -> list[Flag]:
         elif row.kind == "run":
             flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
                               metavar=row.metavar, resolve=_earlier_run))
+        elif row.kind == "schema":
+            flags.append(Flag(row.flag_name, row.help, option=row.name, metavar=row.metavar,
+                              resolve=resolve_schema))
         else:
             flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
                       for flag, name, help_text in row.flags("magic")]
@@ -117,6 +122,15 @@ def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:
             "Run (e.g. _swarm or an --out variable) or a run id from %swarm history"
         )
     return name
+
+
+def resolve_schema(value: str, namespace: Mapping[str, Any]) -> Any:
+    """``--schema NAME``: the pydantic model class or JSON schema dict named NAME."""
+    name = value.strip()
+    if name not in namespace:
+        raise UsageError(f"%%swarm: --schema {name}: no such name in the notebook; define a "
+                         "pydantic model class or a JSON schema dict first")
+    return namespace[name]
 
 
 # What the magic does with the run: not options of the run, so not in the option table.

@@ -288,3 +288,29 @@ def test_a_worker_stopped_early_says_the_reducer_merged_the_rest() -> None:
                      error=None)
     failure = failure_of(worker)
     assert failure is not None and "the finished workers were merged" in failure.line
+
+
+def test_a_typed_run_has_one_column_per_schema_field_within_the_row_cut() -> None:
+    from swarmkit.outputschema import canonical_schema
+
+    run = synthetic_run(100, fail_every=30)
+    schema = canonical_schema({"type": "object", "properties": {
+        "label": {"type": "string"}, "tags": {"type": "array"}}})
+    workers = [replace(w, data={"label": f"w{w.index} | x", "tags": ["a", "b"]})
+               if w.status == "completed" else w for w in run.workers]
+    typed = Run.of(replace(run, config={**run.config, "output_schema": schema},
+                           workers=workers))
+    tables = typed.tables()
+    text = tables.text()
+    header = next(line for line in text.splitlines() if line.startswith("worker "))
+    assert header.split()[-2:] == ["label", "tags"]
+    row = next(line for line in text.splitlines() if line.startswith("1 "))
+    assert row.rstrip().endswith('w1 | x    ["a", "b"]')
+    failed = next(line for line in text.splitlines() if line.startswith("30 "))
+    assert failed.split()[-1] != '["a", "b"]'  # no data: empty field cells
+    assert "workers: 28 of 100 shown" in text  # the same cut as an untyped run
+    page = tables.html()
+    assert "<th>label</th><th>tags</th>" in _worker_table(page).replace("\n", "")
+    assert _worker_table(page).count("<tr") == 1 + 28 + 4
+    # An untyped run's tables are unchanged by the feature.
+    assert run.tables().text() == RunTables(run).text() and "label" not in run.tables().text()
