@@ -14,6 +14,8 @@ from typing import Any
 from ._version import __version__
 from .api import load_run, run, run_sync
 from .calls import ChatRequest, ChatResponse
+from .comparing import compare, compare_sync
+from .comparison import Comparison
 from .config import RoleConfig, SwarmConfig
 from .errors import (
     BudgetExceeded,
@@ -66,6 +68,7 @@ __all__ = [
     "CassetteError",
     "ChatRequest",
     "ChatResponse",
+    "Comparison",
     "ConcurrencyChanged",
     "ConfigError",
     "Event",
@@ -101,6 +104,8 @@ __all__ = [
     "WorkerRecord",
     "WorkerStarted",
     "__version__",
+    "compare",
+    "compare_sync",
     "load_ipython_extension",
     "load_run",
     "run",

@@ -13,15 +13,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .budget import Budget
 from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
-from .engine.background import background_loop
+from .engine.background import run_blocking
 from .engine.swarm import Engine
 from .errors import ConfigError, SwarmError
 from .events import Sink
 from .modelcaller import ModelCaller, RunCaller
 from .provider import OpenAIProvider
 from .provider.embedded import resolve_local
+from .provider.shared import SharedCalls
 from .result import Run
 from .runrecord import RunRecord
 from .store import CallStore, Cassette
@@ -79,6 +81,8 @@ async def create_engine(
     sinks: Sequence[Sink] = (),
     caller: RunCaller | None = None,
     env: Mapping[str, str] | None = None,
+    shared_budget: Budget | None = None,
+    shared: SharedCalls | None = None,
     **options: Any,
 ) -> Engine:
     """Build an Engine ready to ``execute``; starts the local model server if needed.
@@ -101,7 +105,7 @@ async def create_engine(
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
-                      record_type=Run)
+                      record_type=Run, budget=shared_budget)
     cassette = None
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
@@ -116,13 +120,15 @@ async def create_engine(
         worker_loop = await build_worker_loop(tools, mcp_servers)
     store_config = config
 
-    def provider() -> OpenAIProvider:
-        return OpenAIProvider(store_config, env=env)
+    def provider() -> ModelCaller:
+        live = OpenAIProvider(store_config, env=env)
+        return live if shared is None else shared.caller(live)
 
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
-                      worker_loop=worker_loop, record_type=Run, **store.engine_options())
+                      worker_loop=worker_loop, record_type=Run, budget=shared_budget,
+                      **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
@@ -159,12 +165,7 @@ async def run(
 
 def run_sync(task: str, **options: Any) -> Run:
     """``run`` for synchronous code, including inside a running loop (a notebook cell)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run(task, **options))
-    bridge = background_loop()
-    return bridge.wait(bridge.submit(run(task, **options)))
+    return run_blocking(lambda: run(task, **options))
 
 
 def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None = None

@@ -42,7 +42,8 @@ class BudgetSnapshot:
 
 
 class Budget:
-    """USD and token caps shared by every call of one run."""
+    """USD and token caps shared by every call of one run (or of every variant of a
+    comparison, each holding room for its own reducer)."""
 
     def __init__(self, cap_usd: Decimal | None = None, cap_tokens: int | None = None) -> None:
         self.cap_usd = cap_usd
@@ -56,6 +57,7 @@ class Budget:
         self._open_tokens = 0
         self._spent_usd = _ZERO
         self._spent_tokens = 0
+        self._holds: dict[str, tuple[Decimal, int]] = {}  # holder -> room set aside
         self._held_usd = _ZERO
         self._held_tokens = 0
         self._settled = asyncio.Event()
@@ -76,17 +78,24 @@ class Budget:
                 cap_tokens=self.cap_tokens,
             )
 
-    def hold(self, usd: Decimal, tokens: int) -> bool:
-        """Set room aside (for the reducer). Returns False when even that does not fit."""
+    def hold(self, usd: Decimal, tokens: int, holder: str = "reducer") -> bool:
+        """Set room aside for ``holder`` (a run's reducer), replacing its earlier hold.
+        Returns False when even that does not fit."""
         with self._lock:
-            if not self._fits_after_settle(usd, tokens):
+            old_usd, old_tokens = self._holds.get(holder, (_ZERO, 0))
+            if not self._fits(self._held_usd - old_usd + usd,
+                              self._held_tokens - old_tokens + tokens):
                 return False
-            self._held_usd, self._held_tokens = usd, tokens
+            self._holds[holder] = (usd, tokens)
+            self._held_usd += usd - old_usd
+            self._held_tokens += tokens - old_tokens
             return True
 
-    def release_hold(self) -> None:
+    def release_hold(self, holder: str = "reducer") -> None:
         with self._lock:
-            self._held_usd, self._held_tokens = _ZERO, 0
+            usd, tokens = self._holds.pop(holder, (_ZERO, 0))
+            self._held_usd -= usd
+            self._held_tokens -= tokens
 
     def try_reserve(self, usd: Decimal, tokens: int) -> Reservation | None:
         """Reserve now if it fits beside everything open and held, else None."""

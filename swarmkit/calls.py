@@ -28,6 +28,7 @@ __all__ = [
     "ToolKey",
     "ToolOutcome",
     "canonical_json",
+    "endpoint_key",
     "worst_case_tokens",
 ]
 
@@ -226,3 +227,15 @@ class ToolKey:
 def worst_case_tokens(request: ChatRequest, role: RoleConfig) -> int:
     """The most tokens ``request`` can count: its prompt bound plus its output cap."""
     return request.prompt_token_bound() + (request.max_tokens or role.max_tokens)
+
+
+def endpoint_key(fingerprint: str, role: RoleConfig) -> str:
+    """A request's identity at its endpoint: the cache's key, and what a comparison shares.
+
+    The same model name at two endpoints (two vLLM hosts, Ollama and a gateway) may be
+    two different models, so the key includes the endpoint. The embedded model's port
+    changes with every start, so it is keyed as "local" and survives a kernel restart.
+    """
+    if role.base_url is None or role.is_local:
+        return fingerprint
+    return hashlib.sha256(f"{fingerprint}@{role.base_url}".encode()).hexdigest()

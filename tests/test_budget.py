@@ -64,6 +64,20 @@ def test_hold_keeps_room_that_workers_cannot_take() -> None:
     assert budget.try_reserve(Decimal("0.60"), 0) is not None
 
 
+def test_holds_of_several_runs_add_up_and_each_replaces_only_its_own() -> None:
+    # A comparison's variants share one budget; each holds room for its own reducer.
+    budget = Budget(Decimal("1.00"))
+    assert budget.hold(Decimal("0.30"), 0, "run-a")
+    assert budget.hold(Decimal("0.30"), 0, "run-b")
+    assert budget.snapshot().held_usd == Decimal("0.60")
+    assert not budget.hold(Decimal("0.80"), 0, "run-b")  # 0.30 + 0.80 > 1.00
+    assert budget.hold(Decimal("0.50"), 0, "run-b")  # replaces b's 0.30
+    assert budget.try_reserve(Decimal("0.25"), 0) is None
+    budget.release_hold("run-a")
+    assert budget.snapshot().held_usd == Decimal("0.50")
+    assert budget.try_reserve(Decimal("0.25"), 0) is not None
+
+
 def test_token_cap_is_enforced_alongside_usd() -> None:
     budget = Budget(None, cap_tokens=100)
     assert budget.try_reserve(Decimal(0), 80) is not None

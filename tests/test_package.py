@@ -58,13 +58,15 @@ def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> N
 # The public surface, pinned: adding or removing a name is a decision, made here too.
 PUBLIC = [
     "BudgetExceeded", "BudgetUpdated", "CallFinished", "CallRecord", "CallRetried",
-    "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "ConcurrencyChanged",
+    "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "Comparison",
+    "ConcurrencyChanged",
     "ConfigError", "Event", "ExportError", "LocalModelError", "MCPError", "ModelPrice",
     "PlanError", "PlanReady", "PriceTable", "ProviderError", "RateLimitWait", "RecordError",
     "ReducerDelta", "ReducerStarted", "ReplayMiss", "RoleConfig", "Run", "RunCancelled",
     "RunFinished", "RunRecord", "RunStarted", "Sink", "StoreError", "SwarmConfig", "SwarmError",
     "Tool", "ToolCallFinished", "ToolCallRecord", "ToolError", "Usage", "WorkerFinished",
-    "WorkerRecord", "WorkerStarted", "__version__", "load_ipython_extension", "load_run", "run",
+    "WorkerRecord", "WorkerStarted", "__version__", "compare", "compare_sync",
+    "load_ipython_extension", "load_run", "run",
     "run_sync", "tool",
 ]
 

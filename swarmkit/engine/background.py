@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["BackgroundLoop", "background_loop"]
+__all__ = ["BackgroundLoop", "background_loop", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -65,3 +65,14 @@ def background_loop() -> BackgroundLoop:
             _instance = BackgroundLoop()
             atexit.register(_instance.stop)
         return _instance
+
+
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine ``make()`` from sync code: ``asyncio.run`` where no loop runs,
+    else on the background loop (inside a notebook cell, whose loop is busy)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    bridge = background_loop()
+    return bridge.wait(bridge.submit(make()))

@@ -69,7 +69,7 @@ def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> 
         usd = min(usd, (snap.cap_usd - snap.spent_usd) * _REDUCER_SHARE)
     if snap.cap_tokens is not None:
         tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
-    if not context.budget.hold(usd, tokens):
+    if not context.budget.hold(usd, tokens, context.run_id):
         raise BudgetExceeded("budget spent before the workers could start; raise the budget")
 
 
@@ -107,7 +107,7 @@ def mapped_only(
     """``reduce=False``: no reducer call. The run is completed when every worker
     finished (partial when some did, failed when none did); the answer is None and the
     workers' outputs are the result."""
-    context.budget.release_hold()
+    context.budget.release_hold(context.run_id)
     done = sum(r.status == "completed" for r in records)
     if not done:
         return "failed", None, _nothing_to_reduce(records)
@@ -118,7 +118,7 @@ async def reduce(
     context: StepContext, task: str, plan: tuple[str, ...], records: list[WorkerRecord]
 ) -> tuple[Any, str | None, str | None]:
     done = [r for r in records if r.status == "completed"]
-    context.budget.release_hold()
+    context.budget.release_hold(context.run_id)
     if not done:
         return "failed", None, _nothing_to_reduce(records)
     inputs = [(r.index, r.task, reducer_text(r)) for r in done]

@@ -63,7 +63,10 @@ class Engine:
         clock: Callable[[], float] = time.perf_counter,
         recorded_duration: float | None = None,
         record_type: type[RunRecord] = RunRecord,
+        budget: Budget | None = None,
     ) -> None:
+        """``budget`` is shared when several engines run under one (a comparison);
+        by default the engine has its own, from the config's caps."""
         self.config = config
         self.caller = caller
         self.prices = prices or PriceTable.with_overrides(config.prices)
@@ -71,7 +74,7 @@ class Engine:
         self.started_at = started_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.recorder = RunRecorder(record_type)
         self.sinks: list[Sink] = [self.recorder, *sinks]
-        self.budget = Budget(config.budget_usd, config.budget_tokens)
+        self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
         self._clock = clock
         self._t0 = clock()

@@ -10,14 +10,21 @@ two identical calls in one run are cached and replayed as two entries.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..calls import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
+from ..calls import (
+    CallOutcome,
+    CallSource,
+    ChatRequest,
+    ChatResponse,
+    ToolKey,
+    ToolOutcome,
+    endpoint_key,
+)
 from ..config.swarm import RoleConfig, SwarmConfig
 from ..credentials.secrets import find_secret, secret_values
 from ..errors import (
@@ -39,15 +46,6 @@ from .replay import Player
 __all__ = ["CallStore"]
 
 log = logging.getLogger("swarmkit")
-
-
-def _cache_key(fingerprint: str, role: RoleConfig) -> str:
-    """The same model name at two endpoints (two vLLM hosts, Ollama and a gateway) may be
-    two different models, so the cache keys on the endpoint too. The embedded model's port
-    changes with every start, so it is keyed as "local" and survives a kernel restart."""
-    if role.base_url is None or role.is_local:
-        return fingerprint
-    return hashlib.sha256(f"{fingerprint}@{role.base_url}".encode()).hexdigest()
 
 
 class CallStore:
@@ -163,7 +161,7 @@ class CallStore:
         if self.player is not None:
             return self._replay(request, step, occurrence, emit, on_delta)
         started = clock()
-        cache_key = _cache_key(fingerprint, role)
+        cache_key = endpoint_key(fingerprint, role)
         if self.cache is not None and step not in self.refresh:
             cached = self._cache_get(cache_key, occurrence)
             if cached is not None:

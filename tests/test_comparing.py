@@ -1,0 +1,132 @@
+"""Comparisons from Python: ``compare_sync`` runs variants concurrently, under one budget,
+making every call two variants share once (counted at the FakeServer)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+import swarmkit
+from swarmkit.errors import ConfigError
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
+
+KEY_ENV = "SWARMKIT_TEST_KEY"
+
+
+@pytest.fixture(autouse=True)
+def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-compare-0000")
+
+
+def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
+    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
+            "backoff_base": 0.001, "backoff_max": 0.05, "history": False, **extra}
+
+
+def by_model(request: FakeRequest) -> FakeReply | None:
+    """Workers answer in their model's words, so the reducers' inputs differ by model."""
+    if request.role == "worker":
+        return FakeReply(content=f"{request.model} says: {request.last_user_message[-30:]}")
+    return None
+
+
+def test_a_2x2_grid_makes_each_shared_call_once_at_the_server() -> None:
+    variants = [{"worker_model": m, "reducer_prompt": p}
+                for m in ("gpt-4.1-mini", "gpt-4.1") for p in ("Be brief.", "Be thorough.")]
+    with FakeServer(by_model, plan_tasks=3) as server:
+        comparison = swarmkit.compare_sync("Compare three databases", variants=variants,
+                                           **options(server))
+        counts = server.counts_by_step()
+    # One planner for all four variants, one set of workers per worker model, and a
+    # reducer per variant (each sees different outputs or a different prompt).
+    assert counts["planner"] == 1
+    assert sum(n for step, n in counts.items() if step.startswith("worker")) == 2 * 3
+    assert counts["reducer"] == 4
+    assert [run.status for run in comparison.runs] == ["completed"] * 4
+    assert comparison.shared_calls == 3 + 2 * 3  # three planners, two sets of workers
+    # A served call is cached in the served variant's Run: paid once, $0 there.
+    sources = [sorted(c.source for c in run.calls) for run in comparison.runs]
+    assert sum(s.count("cache") for s in sources) == comparison.shared_calls
+    served = [c for run in comparison.runs for c in run.calls if c.source == "cache"]
+    assert served and all(c.cost_usd == 0 and c.attempts == 0 for c in served)
+    # Every variant still has its whole plan, workers and answer.
+    for run in comparison.runs:
+        assert len(run.plan) == 3 and [w.status for w in run.workers] == ["completed"] * 3
+        assert run.answer and run.answer.startswith("Final answer merging 3")
+    models = {run.workers[0].output.split(" says")[0] for run in comparison.runs}
+    assert models == {"gpt-4.1-mini", "gpt-4.1"}
+    assert comparison.labels[1] == ("worker_model=gpt-4.1-mini · "
+                                    "reducer_prompt=Be thorough.")
+    assert comparison["worker_model=gpt-4.1 · reducer_prompt=Be brief."] is comparison.runs[2]
+
+
+def test_only_the_reducer_prompt_varies_so_planner_and_workers_run_once() -> None:
+    with FakeServer(plan_tasks=4) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise the report",
+            variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+            **options(server))
+        counts = server.counts_by_step()
+    assert counts["planner"] == 1 and counts["reducer"] == 2
+    assert sum(n for step, n in counts.items() if step.startswith("worker")) == 4
+    first, second = comparison.runs
+    assert first.run_id != second.run_id
+    assert sum(1 for c in second.calls if c.source == "cache") + sum(
+        1 for c in first.calls if c.source == "cache") == 5
+
+
+def test_the_variants_share_one_budget() -> None:
+    # Each variant alone fits; together (no call is shared: the models differ) they do
+    # not, so the comparison as a whole stays under the cap and some worker is refused.
+    cap = Decimal("0.0006")
+    with FakeServer(by_model, plan_tasks=4) as server:
+        comparison = swarmkit.compare_sync(
+            "Compare three databases",
+            variants=[{"model": "gpt-4.1-mini"}, {"model": "gpt-4o-mini"}],
+            budget=cap, max_tokens=64, **{k: v for k, v in options(server).items()
+                                          if k != "model"})
+    spent = sum((run.cost_usd or Decimal(0)) for run in comparison.runs)
+    assert spent <= cap
+    refused = [w for run in comparison.runs for w in run.workers
+               if w.status.startswith("skipped") or "budget" in (w.error or "").lower()]
+    budget_hit = refused or any("Budget" in (run.error or "") for run in comparison.runs)
+    assert budget_hit, [(r.status, r.error, [w.status for w in r.workers])
+                        for r in comparison.runs]
+
+
+def test_a_failed_variant_does_not_fail_the_others() -> None:
+    def refuse_gpt41(request: FakeRequest) -> Fault | None:
+        if request.model == "gpt-4.1" and request.role == "reducer":
+            return Fault.status(400, body="model gpt-4.1 is not available here")
+        return None
+
+    with FakeServer(refuse_gpt41, plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise", variants=[{"reducer_model": "gpt-4.1-mini"},
+                                   {"reducer_model": "gpt-4.1"}], **options(server))
+    ok, failed = comparison.runs
+    assert ok.status == "completed" and ok.answer
+    assert failed.status == "failed" and failed.answer is None
+    assert [w.status for w in failed.workers] == ["completed", "completed"]  # the workers are kept
+
+
+@pytest.mark.parametrize(("variants", "extra", "says"), [
+    ([{"model": "a"}], {}, "at least two variants"),
+    ([{"model": str(i)} for i in range(9)], {}, "over the cap of 8"),
+    ([{"model": str(i)} for i in range(3)], {"max_variants": 2}, "--max-variants 3"),
+    ([{"budget": 1}, {"budget": 2}], {}, "one budget covers every variant"),
+    ([{"modle": "a"}, {"modle": "b"}], {}, "--compare modle: no such option"),
+    ([{"model": "a"}, {"model": "a"}], {}, "two variants are the same"),
+    ([{"workers": 0}, {"workers": 2}], {}, "variant workers=0:"),
+])
+def test_bad_variants_are_refused_before_any_request(
+    variants: list[dict[str, Any]], extra: dict[str, Any], says: str
+) -> None:
+    with FakeServer() as server:
+        with pytest.raises(ConfigError, match=None) as caught:
+            swarmkit.compare_sync("task", variants=variants, **options(server), **extra)
+        assert server.count() == 0
+    assert says in str(caught.value)
+    assert len(str(caught.value).splitlines()) == 1
