@@ -1,0 +1,115 @@
+"""One compact lane per variant while a comparison runs, rendered from its ``LiveState``.
+
+A lane is two lines: the variant's label, its phase and its clock; then its workers
+done of all (by status), tokens, cost and tool calls, over a thin bar of finished
+workers. The comparison's header sums what every lane spent. Both have a text form
+too (the same figures on one line). Everything is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from ..credentials.scrub import one_line
+from ..usage import Usage
+from .livestate import LiveState
+from .tables import format_cost, format_tokens
+from .theme import COLOURS, STYLE
+
+__all__ = ["lane_text", "lane_workers", "render_header", "render_lane"]
+
+_BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
+# Worker statuses as a lane counts them (the first word of a status label), in order.
+_ORDER = ("ok", "failed", "skipped", "cancelled", "running")
+_PHASE_COLOUR = {"done": "ok", "failed": "failed", "cancelled": "failed",
+                 "done (partial)": "warn", "stopped and merged": "warn"}
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _phase(state: LiveState) -> str:
+    if state.cancelling and state.phase in ("planning", "running", "reducing"):
+        return "cancelling…"
+    return state.phase
+
+
+def _by_status(state: LiveState) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for label, n in state.counts.items():
+        word = label.split(" ", 1)[0]
+        key = "ok" if word == "completed" else word
+        if n:
+            counts[key] = counts.get(key, 0) + n
+    return counts
+
+
+def lane_workers(state: LiveState) -> str:
+    """``3/4 done (2 ok · 1 failed · 1 running)``; ``no plan yet`` before the planner."""
+    total = max(len(state.plan), len(state.workers))
+    if not total:
+        return "no plan yet"
+    counts = _by_status(state)
+    parts = [f"{counts[k]} {k}" for k in _ORDER if counts.get(k)]
+    return f"{state.finished}/{total} done" + (f" ({' · '.join(parts)})" if parts else "")
+
+
+def _spend(usage: Usage, tools: int | None = None) -> str:
+    spent = (f"tokens {format_tokens(usage.prompt_tokens)} in / "
+             f"{format_tokens(usage.completion_tokens)} out · cost {format_cost(usage.cost)}")
+    return spent if tools is None else f"{spent} · {tools} tool calls"
+
+
+def lane_text(label: str, state: LiveState) -> str:
+    """The lane on one line."""
+    return (f"{label} · {_phase(state)} · {state.now:.1f}s · workers {lane_workers(state)}"
+            f" · {_spend(state.usage, state.tool_count)}")
+
+
+def _bar(state: LiveState) -> str:
+    """Finished workers as a thin bar: completed, failed, others, of all planned."""
+    total = max(len(state.plan), len(state.workers))
+    if not total:
+        return ""
+    counts = _by_status(state)
+    fills = []
+    for key, colour in (("ok", "ok"), ("failed", "failed"), ("skipped", "warn"),
+                        ("cancelled", "muted"), ("running", "running")):
+        share = 100.0 * counts.get(key, 0) / total
+        if share:
+            opacity = ";opacity:.45" if key == "running" else ""
+            fills.append(f'<div style="width:{share:.1f}%;background:'
+                         f'{COLOURS[colour].css}{opacity}"></div>')
+    return ('<div class="sk-track" style="width:360px;max-width:100%;height:6px;margin-top:2px;'
+            f"border:1px solid {COLOURS['muted'].css};border-radius:3px;display:flex;"
+            f'overflow:hidden;box-sizing:border-box">{"".join(fills)}</div>')
+
+
+def render_lane(label: str, state: LiveState) -> str:
+    """The lane's HTML: a ``div.swarmkit`` (the header carries the CSS)."""
+    phase = _phase(state)
+    colour = COLOURS[_PHASE_COLOUR.get(state.phase, "running")].css
+    error = (f'<br><span style="color:{COLOURS["failed"].css}">error: '
+             f"{_esc(one_line(state.error, 200))}</span>" if state.error else "")
+    return (f'<div class="swarmkit sk-lane" style="{_BOX};border-left:3px solid {colour};'
+            f'padding:1px 0 3px 6px;margin:2px 0">'
+            f'<b>{_esc(label)}</b> · <b style="color:{colour}">{_esc(phase)}</b> · '
+            f"{state.now:.1f}s<br>workers {_esc(lane_workers(state))} · "
+            f"{_esc(_spend(state.usage, state.tool_count))}{error}{_bar(state)}</div>")
+
+
+def render_header(task: str, states: Sequence[LiveState], cancelling: bool = False) -> str:
+    """The comparison's header: how many variants, how many finished, what all spent."""
+    finished = sum(1 for s in states if s.phase not in ("starting", "planning", "running",
+                                                        "reducing"))
+    status = ("cancelling…" if cancelling and finished < len(states) else
+              "done" if finished == len(states) else f"running · {finished} of "
+              f"{len(states)} finished")
+    colour = COLOURS["ok" if finished == len(states) else "running"].css
+    # No sum of the lanes' spend: a call the variants share is in every lane that uses it.
+    return (f'{STYLE}<div class="swarmkit" style="{_BOX}"><b>compare</b> · '
+            f"{len(states)} variants · "
+            f'<b style="color:{colour}">{_esc(status)}</b>'
+            f"<br>task: {_esc(one_line(task, 160))}</div>")
