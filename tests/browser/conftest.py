@@ -46,8 +46,9 @@ def server(script: Script) -> Iterator[FakeServer]:
 
 @pytest.fixture
 def scripted(script: Script, server: FakeServer) -> Iterator[Script]:
-    """The script, reset for this test (no latency, four tasks, no faults)."""
-    script.plan_tasks, script.latency = 4, {}
+    """The script, reset for this test (no latency, four tasks, the built-in replies,
+    no faults)."""
+    script.plan_tasks, script.latency, script.replies = 4, {}, None
     server.clear_faults()
     yield script
     server.clear_faults()

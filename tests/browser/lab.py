@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,18 @@ UI_TIMEOUT = 90_000  # ms
 
 @dataclass
 class Script:
-    """What the FakeServer answers, set per test: plan size and per-step latencies."""
+    """What the FakeServer answers, set per test: plan size, per-step latencies, and
+    optionally the test's own replies."""
 
     plan_tasks: int = 4
     latency: dict[str, float] = field(default_factory=dict)  # step glob -> seconds
+    # A test's own replies; where it returns None, the built-in script answers.
+    replies: Callable[[FakeRequest], FakeReply | None] | None = None
 
     def __call__(self, request: FakeRequest) -> FakeReply:
-        reply = default_reply(request, plan_tasks=self.plan_tasks)
+        reply = self.replies(request) if self.replies is not None else None
+        if reply is None:
+            reply = default_reply(request, plan_tasks=self.plan_tasks)
         for glob, seconds in self.latency.items():
             if fnmatch.fnmatchcase(request.step, glob):
                 return FakeReply(content=reply.content, latency=seconds)

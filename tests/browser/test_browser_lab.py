@@ -287,3 +287,81 @@ def test_a_worker_row_expands_to_show_its_output(
     output.wait_for(timeout=UI_TIMEOUT)
     assert output.is_visible()
     nb.page.close()
+
+
+# -- variants side by side ------------------------------------------------------------------
+
+
+def _voiced(request: Any) -> Any:
+    """Workers speak in the voice their system prompt ends with; the answer says which
+    voice the reducer read, so two worker prompts give two answers."""
+    from swarmkit.testing import FakeReply
+
+    if request.role == "worker":
+        return FakeReply(content=f"Noted in a {request.messages[0]['content'].split()[-1]} "
+                                 "voice.")
+    if request.role == "reducer":
+        voice = "terse" if "a terse voice" in request.last_user_message else "lavish"
+        return FakeReply(content=f"Pick Qdrant: the {voice} reading of three notes.")
+    return None
+
+
+# What a mark's text shows on: its translucent tint over the background behind it.
+_MARK_CONTRAST = """(root) => {
+  const rgba = (c) => { const v = (c.match(/[\\d.]+/g) || []).map(Number);
+    return v.length === 3 ? [...v, 1] : v; };
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const page = (el) => { for (let e = el.parentElement; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c.length >= 4 && c[3] > 0.5) return c; }
+    return [255, 255, 255, 1]; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  return [...root.querySelectorAll('ins.sk-ins, del.sk-del')].map((el) => {
+    const style = getComputedStyle(el);
+    const back = over(rgba(style.backgroundColor), page(el));
+    const [a, b] = [lum(over(rgba(style.color), back)) + 0.05, lum(back) + 0.05];
+    return [Math.max(a, b) / Math.min(a, b), el.textContent, el.offsetWidth > 0];
+  });
+}"""
+
+
+@pytest.mark.parametrize("theme", ["Light", "Dark"])
+def test_compared_variants_show_their_differences_in_the_page(
+    browser_context: Any, lab: JupyterLab, server: FakeServer, scripted: Script,
+    shots: Path, theme: str,
+) -> None:
+    scripted.plan_tasks, scripted.replies = 3, _voiced
+    lab.set_theme(f"JupyterLab {theme}")
+    cell = (
+        "import swarmkit\n"
+        "from swarmkit.display.compared import ComparisonView\n"
+        f"common = dict(model='gpt-4.1-mini', base_url={server.base_url!r}, workers=3,"
+        " cache=False)\n"
+        "terse = swarmkit.run_sync('Pick a vector database',"
+        " system_prompt='Write in a voice that is terse', **common)\n"
+        "lavish = swarmkit.run_sync('Pick a vector database',"
+        " system_prompt='Write in a voice that is lavish', **common)\n"
+        "ComparisonView(['system=@terse', 'system=@lavish'], [terse, lavish])"
+    )
+    try:
+        nb = open_notebook(browser_context, lab, f"compare-{theme.lower()}.ipynb",
+                           [cell], viewport=NARROW)
+        nb.run_all()
+        view = nb.output_area(0).locator(".swarmkit-compare").first
+        view.wait_for(timeout=UI_TIMEOUT)
+        nb.screenshot(shots / f"compare-{theme.lower()}-800.png", cell=0)
+        text = view.inner_text()
+        marks = view.evaluate(_MARK_CONTRAST)
+        contrast = view.evaluate(_CONTRAST)
+        fits = view.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+        nb.page.close()
+    finally:
+        lab.set_theme("JupyterLab Light")
+    assert "2 variants" in text and "same plan for every variant: 3 sub-tasks" in text
+    assert "system=@terse (baseline)" in text and "Pick Qdrant: the terse reading" in text
+    assert sorted((m[1], m[2]) for m in marks) == [("lavish", True), ("terse", True)], marks
+    assert min(m[0] for m in marks) >= 4.5, marks  # the marked words read on their tint
+    assert contrast and contrast[0][0] >= 3, contrast
+    assert fits  # at 800 px the columns wrap; nothing scrolls sideways
