@@ -167,6 +167,8 @@ class ComparisonView(Rendered):
         """Variant ``i``'s plan as (mark, number, sub-task): kept " ", added "+" and the
         baseline's items it lacks "-" (numbered by its own plan; removed ones are not)."""
         plan = self.runs[i].plan
+        if not plan:  # it never planned (its planner failed): nothing to compare
+            return []
         marked = [("=", t) for t in plan] if i == 0 else list_diff(self.runs[0].plan, plan)
         rows, number = [], 0
         for mark, item in marked:
@@ -193,11 +195,13 @@ class ComparisonView(Rendered):
         answer = self.runs[i].answer
         if answer is None:
             return None
-        shown = cut(answer, MAX_ANSWER_CHARS, f"runs[{i}].answer")
+        shown = answer[:MAX_ANSWER_CHARS]
+        # The note of a cut answer is not part of what is compared.
+        note = cut(answer, MAX_ANSWER_CHARS, f"runs[{i}].answer")[len(shown):]
         base = self.runs[0].answer
         if i == 0 or base is None:
-            return [("=", shown)]
-        return list(word_diff(cut(base, MAX_ANSWER_CHARS, "runs[0].answer"), shown))
+            return [("=", shown + note)]
+        return [*word_diff(base[:MAX_ANSWER_CHARS], shown), *([("=", note)] if note else [])]
 
     def why_no_answer(self, i: int) -> list[str]:
         """Why variant ``i`` has no answer: the run's error, then its workers' failures."""
@@ -232,7 +236,8 @@ class ComparisonView(Rendered):
         parts += [render_table(table, ("variant", *_FIGURE_HEADERS), "simple"), ""]
         if self.same_plan:
             parts += self._plan_text(0, f"same plan for every variant "
-                                        f"({len(self.runs[0].plan)} sub-tasks)")
+                                        f"({len(self.runs[0].plan)} sub-tasks)"
+                                     if self.runs[0].plan else "plan")
         else:
             for i in range(len(self.runs)):
                 parts += self._plan_text(i, f"plan of {self._name(i)}{self._plan_change(i)}")
@@ -249,7 +254,7 @@ class ComparisonView(Rendered):
         return "\n".join(parts).rstrip() + "\n"
 
     def _plan_change(self, i: int) -> str:
-        if i == 0:
+        if i == 0 or not self.runs[i].plan:
             return ""
         rows = self.plan_rows(i)
         added = sum(1 for r in rows if r[0] == "+")

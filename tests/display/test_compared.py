@@ -121,6 +121,7 @@ def test_long_answers_and_plans_are_cut_with_a_note() -> None:
     view = ComparisonView(["a", "b"], [a, b])
     text = view.text()
     assert "runs[0].answer has the whole text" in text
+    assert "runs[1].answer has the whole text]" in text and "{+" not in text  # not diffed
     assert "runs[1].plan has them all" in text  # 80 items: cut to the display's rows
     assert "… (" in text
     # every added plan item (71..80) is kept in the cut
@@ -154,3 +155,16 @@ def test_word_diff_marks_only_words() -> None:
     assert marked_text(word_diff("a b c", "a c")) == "a [-b-] c"
     assert marked_text(word_diff("one two", "one  two three")) == "one  two {+three+}"
     assert marked_text(word_diff("same", "same")) == "same"
+
+
+def test_a_variant_whose_planner_failed_has_no_plan_to_mark(server: FakeServer) -> None:
+    ok = _run(server, "Be brief", workers=2)
+    server.add_fault(FaultRule(Fault.status(400), step="planner"))
+    unplanned = _run(server, "Be brief", workers=2)
+    server.clear_faults()
+    assert unplanned.plan == [] and unplanned.status == "failed"
+    view = ComparisonView(["ok", "unplanned"], [ok, unplanned])
+    text = view.text()
+    assert "plan of unplanned: none" in text and "removed vs the baseline" not in text
+    assert text.split("answer of unplanned\n", 1)[1].startswith("no answer: failed: ")
+    assert "del" not in view.html().split("plan: 0 sub-tasks", 1)[1].split("answer", 1)[0]
