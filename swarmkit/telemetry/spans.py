@@ -244,9 +244,8 @@ class SpanSink:
             **usage_attributes(worker.usage, worker.cost_usd)})
         if self._content and worker.output is not None:
             step.attributes["gen_ai.output.messages"] = output_messages(worker.output)
-        if worker.status == "failed":
-            kind = error_type(worker.error)
-            step.error = (worker.error, None, worker.reason if kind == "_OTHER" else kind)
+        if worker.status == "failed":  # error.type: its reason (provider, budget, tools...)
+            step.error = (worker.error, None, worker.reason or error_type(worker.error))
         recorded = None
         if worker.started is not None:
             recorded = (worker.started, worker.started + worker.latency)

@@ -244,3 +244,26 @@ def test_a_replayed_run_has_the_same_tree_from_its_recording(
             parent = by_id[span.parent.span_id]
             assert parent.start_time <= span.start_time <= span.end_time <= parent.end_time
     assert set(steps) == {"planner", "worker-1", "worker-2", "reducer"}
+
+
+def test_a_worker_that_fails_for_good_is_an_error_span_with_its_failed_attempts(
+    exporter: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, spans_out = exporter
+    with FakeServer(handler, faults=[FaultRule(Fault.status(503), step="worker-2")]) as server:
+        run = swarmkit.run_sync(
+            TASK, model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, history=False,
+            tools=[lookup], max_attempts=2, backoff_base=0.01, tracer_provider=provider)
+    [failed_worker] = [w for w in run.workers if w.status == "failed"]
+    spans = spans_out.get_finished_spans()
+    steps = {s.attributes["swarmkit.step"]: s for s in by_op(spans, "invoke_agent")}
+    worker = steps["worker-2"]
+    assert worker.status.status_code is StatusCode.ERROR
+    assert worker.status.description is None  # the message only with otel_content
+    assert worker.attributes["error.type"] == failed_worker.reason == "provider"
+    assert worker.attributes["swarmkit.worker.status"] == failed_worker.status
+    attempts = [a for a in by_op(spans, "chat") if a.attributes["swarmkit.step"] == "worker-2"]
+    assert [a.attributes["error.type"] for a in attempts] == ["503", "503"]
+    assert all(a.parent.span_id == worker.context.span_id for a in attempts)
+    [root] = [s for s in spans if s.parent is None]
+    assert root.attributes["swarmkit.status"] == run.status
