@@ -28,6 +28,7 @@ from .result import Run
 from .runrecord import RunRecord
 from .store import CallStore, Cassette
 from .store.history import History
+from .telemetry import span_sinks
 from .tools import build_worker_loop
 from .tools.replayed import replay_worker_loop
 
@@ -92,12 +93,15 @@ async def create_engine(
     ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
 
     ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
-    ...]}`` give the workers a tool loop (``swarmkit.tools``).
+    ...]}`` give the workers a tool loop (``swarmkit.tools``). ``tracer_provider=`` (an
+    OpenTelemetry TracerProvider) receives the run's spans instead of the global one.
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     plan_from = options.pop("plan_from", None)
+    tracer_provider = options.pop("tracer_provider", None)
     config = SwarmConfig.from_options(config, env=env, **options)
+    sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
     if plan_from is not None:
         config = config.with_options(tasks=await asyncio.to_thread(
             plan_of, plan_from, config.history_file()))

@@ -97,6 +97,9 @@ class CallFinished:
     call: CallRecord
     t: float
     kind: Literal["call_finished"] = "call_finished"
+    # The model the server says answered (``gen_ai.response.model`` in a trace); None
+    # for a failed call or a server that does not say.
+    response_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,9 @@ class Option:
     surfaces: frozenset[Surface] = SURFACES
     role_flags: frozenset[Surface] = frozenset()
     no_help: str = ""  # a "bool" option's --no-<name> switch, where it differs from help
+    # A "bool" option's %%swarm switches: "off" only --no-<name> (its default is on in a
+    # notebook), "on" only --<name> (off unless asked), "both" (its default is automatic).
+    magic_switch: Literal["off", "on", "both"] = "off"
     env: str = ""  # the SWARMKIT_* variable that sets its default (SwarmConfig.from_env)
 
     @property
@@ -115,11 +118,11 @@ class Option:
 def _o(name: str, kind: Kind, help: str, metavar: str = "VALUE", *,
        field: str = "", role: bool = False, flag: str = "",
        on: str = "magic config cli replay", role_flags: str = "", no_help: str = "",
-       env: str = "") -> Option:
+       env: str = "", switch: Literal["off", "on", "both"] = "off") -> Option:
     return Option(name, kind, help, field=field, role=role, flag=flag, metavar=metavar,
                   surfaces=frozenset(on.split()),  # type: ignore[arg-type]
                   role_flags=frozenset(role_flags.split()),  # type: ignore[arg-type]
-                  no_help=no_help, env=env)
+                  no_help=no_help, env=env, magic_switch=switch)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -177,6 +180,12 @@ OPTIONS: tuple[Option, ...] = (
     _o("output_type", "schema", "pydantic model or JSON schema (a notebook name) each "
        "worker's reply must match; worker.data holds it", "NAME", field="output_schema",
        flag="--schema", on="magic config cli replay"),
+    # traces (swarmkit.telemetry)
+    _o("otel", "bool", "send the run's spans to OpenTelemetry (on when a tracer provider "
+       "is configured)", on="magic config cli", switch="both",
+       no_help="no OpenTelemetry spans, even when a tracer provider is configured"),
+    _o("otel_content", "bool", "put prompts and completions (scrubbed) in the spans",
+       on="magic config cli", switch="on"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -252,7 +261,9 @@ def _flags(row: Option, surface: Surface) -> str:
     if row.kind == "bool":
         flag = row.flag_name
         if surface == "magic":
-            return f"`--no-{flag[2:]}`"
+            switches = {"off": [f"--no-{flag[2:]}"], "on": [flag],
+                        "both": [flag, f"--no-{flag[2:]}"]}[row.magic_switch]
+            return ", ".join(f"`{switch}`" for switch in switches)
         return f"`{flag}`, `--no-{flag[2:]}`"
     flags = [flag for flag, _, _ in row.flags(surface)]
     if surface == "cli" and row.kind == "tools":

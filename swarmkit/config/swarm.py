@@ -131,6 +131,10 @@ class SwarmConfig:
     tasks: tuple[str, ...] = ()
     # False: no reducer; the run ends with the workers' outputs and no answer.
     reduce: bool = True
+    # OpenTelemetry spans (swarmkit.telemetry): None is automatic, on when a tracer
+    # provider is configured; otel_content adds the scrubbed prompts and completions.
+    otel: bool | None = None
+    otel_content: bool = False
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]

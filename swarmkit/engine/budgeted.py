@@ -166,7 +166,7 @@ class BudgetedCalls:
             role, step, request, source=outcome.source, usage=usage, cost=cost,
             started=started if outcome.started is None else outcome.started,
             latency=outcome.latency, attempts=outcome.attempts, occurrence=outcome.occurrence,
-        ), into)
+        ), into, outcome.response.model)
         return outcome
 
     @staticmethod
@@ -193,10 +193,12 @@ class BudgetedCalls:
             status=status,
         )
 
-    def _finish(self, record: CallRecord, into: list[CallRecord] | None) -> None:
+    def _finish(
+        self, record: CallRecord, into: list[CallRecord] | None, response_model: str | None = None
+    ) -> None:
         if into is not None:
             into.append(record)
-        self._emit(CallFinished(record, t=self._now()))
+        self._emit(CallFinished(record, t=self._now(), response_model=response_model))
         if self.budget.capped:
             snap = self.budget.snapshot()
             self._emit(

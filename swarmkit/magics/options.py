@@ -75,14 +75,18 @@ class Flag:
 
 def _table_flags() -> list[Flag]:
     """The flags of the option table's ``magic`` rows: a ``bool`` row is a ``--no-``
-    switch (its default is on in a notebook), the ``tools`` row an engine keyword."""
+    switch (its default is on in a notebook), a ``--<name>`` switch, or both (its
+    ``magic_switch``); the ``tools`` row an engine keyword."""
     flags: list[Flag] = []
     for row in option_table.OPTIONS:
         if not row.on("magic"):
             continue
         if row.kind == "bool":
-            flags.append(Flag("--no-" + row.flag_name[2:], row.no_help or row.help,
-                              option=row.name, switch=True, const=False))
+            if row.magic_switch != "off":
+                flags.append(Flag(row.flag_name, row.help, option=row.name, switch=True))
+            if row.magic_switch != "on":
+                flags.append(Flag("--no-" + row.flag_name[2:], row.no_help or row.help,
+                                  option=row.name, switch=True, const=False))
         elif row.kind == "tools":
             flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
                               metavar=row.metavar, resolve=resolve_tools))

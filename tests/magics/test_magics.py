@@ -279,7 +279,10 @@ def test_config_accepts_exactly_the_option_tables_keys(
     doc = shell.find_cell_magic("swarm").__doc__
     for row in OPTIONS:
         if row.on("magic"):
-            assert (f"--no-{row.flag_name[2:]}" if row.kind == "bool" else row.flag_name) in doc
+            off = row.kind == "bool" and row.magic_switch != "on"
+            assert (f"--no-{row.flag_name[2:]}" if off else row.flag_name) in doc
+            if row.kind == "bool" and row.magic_switch != "off":
+                assert f"{row.flag_name} " in doc
     keys = config_keys()
     assert {"workers", "call_timeout", "planner_temperature", "history"} <= set(keys)
     assert not {"tools", "refresh", "prices", "max_workers"} & set(keys)
