@@ -131,6 +131,9 @@ class SwarmConfig:
     tasks: tuple[str, ...] = ()
     # False: no reducer; the run ends with the workers' outputs and no answer.
     reduce: bool = True
+    # The run this one continues (resume=): its plan is ``tasks`` and its answered calls
+    # are served from the history, so only the missing calls are made.
+    resume: str | None = None
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]
