@@ -32,8 +32,8 @@ from .telemetry import span_sinks
 from .tools import build_worker_loop
 from .tools.replayed import replay_worker_loop
 
-__all__ = ["LiveCaller", "create_engine", "load_run", "plan_of", "resolve_models", "run",
-           "run_sync"]
+__all__ = ["LiveCaller", "create_engine", "load_run", "plan_of", "resolve_models",
+           "resumed_config", "run", "run_sync"]
 
 
 class LiveCaller:
@@ -84,6 +84,7 @@ async def create_engine(
     env: Mapping[str, str] | None = None,
     shared_budget: Budget | None = None,
     shared: SharedCalls | None = None,
+    task: str | None = None,
     **options: Any,
 ) -> Engine:
     """Build an Engine ready to ``execute``; starts the local model server if needed.
@@ -100,11 +101,14 @@ async def create_engine(
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
     plan_from = options.pop("plan_from", None)
     tracer_provider = options.pop("tracer_provider", None)
+    resume = options.pop("resume", None)
     config = SwarmConfig.from_options(config, env=env, **options)
     sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
     if plan_from is not None:
         config = config.with_options(tasks=await asyncio.to_thread(
             plan_of, plan_from, config.history_file()))
+    if resume is not None:
+        config = await asyncio.to_thread(resumed_config, config, resume, task)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
@@ -156,7 +160,7 @@ async def run(
     ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
     ``replay="run.swarm.json"`` replays one with no network at all.
     """
-    engine = await create_engine(config=config, sinks=sinks, env=env, **options)
+    engine = await create_engine(config=config, sinks=sinks, env=env, task=task, **options)
     try:
         return await engine.execute(task)
     finally:
@@ -185,6 +189,28 @@ def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None
         raise ConfigError(f"plan_from: run {source.run_id} has no plan (its planner failed); "
                           "pick a run that has workers")
     return tuple(source.plan)
+
+
+def resumed_config(config: SwarmConfig, source: RunRecord | str, task: str | None
+                   ) -> SwarmConfig:
+    """``config`` continuing the run ``source`` (a Run, or a run id in the history).
+
+    The earlier run's plan is the plan, and its calls answered before it ended (however
+    it ended: a dead kernel included) are served from the history, where every answer
+    is written as it lands; so only the missing calls are made. The options are this
+    run's: the same ones make the same requests, and a changed option asks again.
+    """
+    with History(config.history_file()) as history:
+        past = history.load_run(source) if isinstance(source, str) else source
+    if not isinstance(past, RunRecord):
+        raise ConfigError(f"resume takes a Run or a run id, not a {type(past).__name__}")
+    if task is not None and task.strip() != past.task.strip():
+        raise ConfigError(f"resume: run {past.run_id} was another task ({past.task[:60]!r}); "
+                          "resume it with the same task, or run this one afresh")
+    if not past.plan:
+        raise ConfigError(f"resume: run {past.run_id} has no plan (it ended before its "
+                          "planner answered); run it again instead")
+    return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id)
 
 
 def load_run(run_id: str, history_path: str | os.PathLike[str] | None = None) -> Run:

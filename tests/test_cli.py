@@ -152,3 +152,18 @@ def test_schema_file_types_the_workers_outputs(tmp_path: Path) -> None:
     assert [w["data"] for w in workers] == [{"name": "worker-1"}, {"name": "worker-2"}]
     assert missing.returncode == 2 and "--schema-file" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_run_resume_continues_a_run_from_the_history(tmp_path: Path) -> None:
+    history = str(tmp_path / "h.db")
+    with FakeServer(plan_tasks=3) as server:
+        first = swarmkit_cli("run", "Three lakes", *common(server), "--json",
+                             "--history-path", history)
+        assert first.returncode == 0, first.stderr
+        run_id = json.loads(first.stdout)["run_id"]
+        server.clear()
+        again = swarmkit_cli("run", "Three lakes", *common(server), "--history-path", history,
+                             "--resume", run_id[:6])
+        assert server.count() == 0  # every call was answered before
+    assert again.returncode == 0, again.stderr
+    assert f"4 calls (resumed: 4 from history, run {run_id})" in again.stdout  # no planner

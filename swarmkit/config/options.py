@@ -175,6 +175,9 @@ OPTIONS: tuple[Option, ...] = (
        "'Review {title}: {body}'", "TEXT", on="magic"),
     _o("plan_from", "run", "skip the planner: reuse the plan of this Run (or run id)",
        "RUN", on="magic"),
+    _o("resume", "run", "continue this earlier run (a Run or run id): its plan, and its "
+       "answered calls served from the history, so only the missing calls are made", "RUN",
+       on="cli"),
     _o("reduce", "bool", "merge the workers' outputs into one answer",
        no_help="no reducer: the run ends with the workers' outputs (answer None)"),
     _o("output_type", "schema", "pydantic model or JSON schema (a notebook name) each "

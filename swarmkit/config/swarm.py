@@ -135,6 +135,9 @@ class SwarmConfig:
     # provider is configured; otel_content adds the scrubbed prompts and completions.
     otel: bool | None = None
     otel_content: bool = False
+    # The run this one continues (resume=): its plan is ``tasks`` and its answered calls
+    # are served from the history, so only the missing calls are made.
+    resume: str | None = None
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]

@@ -86,6 +86,9 @@ def _header(state: LiveState) -> str:
         f"<br>{state.calls} calls · tokens {format_tokens(state.prompt_tokens)} in / "
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
     ]
+    if state.resumed_from:
+        lines.append(f"<br>resumed: {state.cached_calls:,} from history "
+                     f"(run {_esc(state.resumed_from)})")
     if state.error:
         lines.append(f'<br><span style="color:{COLOURS["failed"].css}">error: '
                      f"{_esc(state.error)}</span>")

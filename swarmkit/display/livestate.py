@@ -138,6 +138,8 @@ class LiveState(_Spent):
         self.counts: dict[str, int] = {}
         self.waiting = 0
         self.calls = 0
+        self.cached_calls = 0  # served from the history (a resumed run's finished calls)
+        self.resumed_from = config.resume
         self.usage = Usage()  # every finished call's tokens and cost
         self.spent: Decimal = Decimal(0)
         self.reserved: Decimal = Decimal(0)
@@ -242,6 +244,9 @@ class LiveState(_Spent):
     def _call_finished(self, event: CallFinished) -> None:
         call = event.call
         self.calls += 1
+        if call.source == "cache":
+            self.cached_calls += 1
+            self.dirty.add("header")
         self.usage += call.usage
         if self.cap is None:
             self.dirty.add("budget")

@@ -122,6 +122,8 @@ class RunTables(Rendered):
         counts = ", ".join(f"{n} {label}" for label, n in sorted(run.status_counts().items()))
         cached = sum(1 for c in run.calls if c.source == "cache")
         cached_note = f" ({cached} cached)" if cached else ""
+        if run.config.get("resume"):
+            cached_note = f" (resumed: {cached:,} from history, run {run.config['resume']})"
         return (
             f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
             f" · {len(run.calls)} calls{cached_note} · tokens "

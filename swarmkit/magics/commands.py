@@ -83,6 +83,10 @@ COMMANDS: dict[str, Command] = {
     "rerun": Command("rerun RUN --worker K [--out NAME]",
                      "re-run worker K of a past run and its reducer; the rest is cached",
                      "swarmkit.magics.history:rerun_command"),
+    "resume": Command("resume [RUN] [--out NAME]",
+                      "continue a run that did not finish (default: the last one); "
+                      "its answered calls come from the history",
+                      "swarmkit.magics.resume:resume_command"),
     "diff": Command("diff RUN_A RUN_B", "plan, per-worker cost and answers side by side",
                     "swarmkit.magics.history:diff_command"),
     "mcp": Command("mcp add|list|remove ...",

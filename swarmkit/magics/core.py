@@ -128,6 +128,12 @@ class SwarmMagics(Magics):
         with writes_deferred():
             return self._foreground(task, config, handle, names, live)
 
+    def run_in_cell(self, task: str, config: SwarmConfig, names: Sequence[str]) -> None:
+        """A swarm with no cell of its own (``%swarm resume``), shown as a cell's is."""
+        handle = SwarmHandle(task, config)
+        with writes_deferred():
+            self._foreground(task, config, handle, tuple(names), self._can_show_dashboard())
+
     def _foreground(
         self, task: str, config: SwarmConfig, handle: SwarmHandle, names: tuple[str, ...],
         live: bool,

@@ -51,6 +51,11 @@ class Session(Protocol):
         """Keep ``run`` as the last run and in the variables ``names``."""
         ...
 
+    def run_in_cell(self, task: str, config: SwarmConfig, names: Sequence[str]) -> None:
+        """Run a swarm as a ``%%swarm`` cell does: the live dashboard, then its tables
+        in its place; the Run lands in ``names``."""
+        ...
+
 
 def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
     """A swarmkit error as a one-line UsageError (no traceback in the notebook), scrubbed:

@@ -65,11 +65,13 @@ class CallStore:
         player: Player | None = None,
         refresh: Iterable[str] = (),
         secrets: Mapping[str, str] | None = None,
+        read_cache: bool = True,
     ) -> None:
         if player is not None and (provider is not None or cache is not None):
             raise StoreError("replay serves only from the cassette; drop the cache/provider")
         self.provider = provider
         self.cache = cache
+        self.read_cache = read_cache  # False: answers are written to the cache, not served
         self.recorder = recorder
         self.player = player
         self.refresh = frozenset(refresh)
@@ -104,7 +106,10 @@ class CallStore:
         try:
             store = cls(
                 None,
-                cache=ResponseCache(history.db) if history is not None and config.cache else None,
+                # Every answer is written as it lands, cache on or off, so a run that
+                # dies can be resumed (resume=); only the cache reads them back.
+                cache=ResponseCache(history.db) if history is not None else None,
+                read_cache=config.cache,
                 refresh=config.refresh,
                 secrets=secrets,
             )
@@ -162,7 +167,7 @@ class CallStore:
             return self._replay(request, step, occurrence, emit, on_delta)
         started = clock()
         cache_key = endpoint_key(fingerprint, role)
-        if self.cache is not None and step not in self.refresh:
+        if self.cache is not None and self.read_cache and step not in self.refresh:
             cached = self._cache_get(cache_key, occurrence)
             if cached is not None:
                 if on_delta is not None and cached.content:

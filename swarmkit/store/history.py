@@ -9,6 +9,7 @@ run. ``History`` reads it back: ``recent(n)``, ``load_run(id)`` (an id prefix is
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sqlite3
@@ -25,7 +26,7 @@ from ..config.swarm import SwarmConfig
 from ..credentials.secrets import find_secret
 from ..engine.recorder import RunRecorder
 from ..errors import CassetteError, RecordError, StoreError
-from ..events import Event, RunFinished
+from ..events import Event, PlanReady, RunFinished
 from ..records import CallRecord, ToolCallRecord
 from ..runrecord import RunRecord
 from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
@@ -151,9 +152,11 @@ class History:
             _run_job(run, secrets or {})(conn)
 
     def save_later(self, run: RunRecord, secrets: Mapping[str, str] | None = None,
-                   on_error: ErrorHandler = _warn) -> None:
-        """:meth:`save` on the background writer: returns at once."""
-        self.db.write_later(_run_job(run, dict(secrets or {})), on_error, deferrable=True)
+                   on_error: ErrorHandler = _warn, *, deferrable: bool = True) -> None:
+        """:meth:`save` on the background writer: returns at once. ``deferrable``: it
+        may wait while a cell shows its tables (a finished run's large save)."""
+        self.db.write_later(_run_job(run, dict(secrets or {})), on_error,
+                            deferrable=deferrable)
 
     def save_cassette_later(self, cassette: Cassette, secrets: Mapping[str, str] | None = None,
                             on_error: ErrorHandler = _warn) -> None:
@@ -261,7 +264,9 @@ _TOOL_CALL: Schema[ToolCallRecord] = Schema(ToolCallRecord)
 
 
 class HistorySink:
-    """Writes each run to the history when it finishes, whatever its outcome."""
+    """Writes each run to the history when its plan is ready (status ``running``: a
+    run whose process dies stays so, and can be resumed) and again when it finishes,
+    whatever its outcome."""
 
     def __init__(self, history: History, secrets: Mapping[str, str] | None = None) -> None:
         self.history = history
@@ -272,13 +277,23 @@ class HistorySink:
     def on_event(self, event: Event) -> None:
         self._recorder.on_event(event)
         run = self._recorder.run
-        if isinstance(event, RunFinished) and run is not None:
+        if isinstance(event, RunFinished | PlanReady) and run is not None:
+            if isinstance(event, PlanReady):
+                # Written later on the writer thread while the workers go on adding to
+                # the run: save the run as it is now.
+                run = dataclasses.replace(run, plan=list(run.plan), calls=list(run.calls),
+                                          retries=list(run.retries), workers=[],
+                                          tool_calls=[], reduced=[])
             try:
-                self.history.save_later(run, self.secrets, self._failed)
+                # The plan's save is small, and a resume needs it at once.
+                self.history.save_later(run, self.secrets, self._failed,
+                                        deferrable=isinstance(event, RunFinished))
             except StoreError as exc:
                 self._failed(exc)
 
     def _failed(self, exc: StoreError) -> None:
-        # History is a record, never a reason to fail a run: one warning line, no raise.
+        # History is a record, never a reason to fail a run: one warning line, no raise
+        # (the plan's save and the end's save of one run failing alike warn once).
+        if self.error is None:
+            _warn(exc)
         self.error = exc
-        _warn(exc)

@@ -22,7 +22,7 @@ from ..errors import StoreError
 from ..runrecord import RunRecord
 from ..urls import origin, redact_url
 
-__all__ = ["rerun_config", "rerun_endpoints"]
+__all__ = ["rerun_config", "rerun_endpoints", "stored_config"]
 
 
 def rerun_config(
@@ -35,13 +35,8 @@ def rerun_config(
 ) -> SwarmConfig:
     """The config that re-runs worker ``worker`` (1-based) of ``run`` and its reducer.
 
-    ``base_url`` / ``api_key_env`` replace the stored ones for every hosted role.
-    ``trusted`` is the session's config (default: the environment's, ``SWARMKIT_*``): its
-    endpoints and key variables may be used, as may those this process has used. Any
-    other raises StoreError saying what to pass.
+    The endpoints are checked as :func:`stored_config` says.
     """
-    if trusted is None:
-        trusted = SwarmConfig.from_env(os.environ)
     if not run.plan:
         raise StoreError(f"run {run.run_id} has no plan, so no worker to re-run; run it again")
     if not 1 <= worker <= len(run.plan):
@@ -49,6 +44,26 @@ def rerun_config(
             f"run {run.run_id} has workers 1 to {len(run.plan)}; pick one of those, "
             f"not {worker}"
         )
+    config = stored_config(run, base_url=base_url, api_key_env=api_key_env, trusted=trusted)
+    return replace(config, cache=True, refresh=(f"worker-{worker}",))
+
+
+def stored_config(
+    run: RunRecord,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    trusted: SwarmConfig | None = None,
+) -> SwarmConfig:
+    """``run``'s own config, safe to send calls with (``%swarm rerun``, ``%swarm resume``).
+
+    ``base_url`` / ``api_key_env`` replace the stored ones for every hosted role.
+    ``trusted`` is the session's config (default: the environment's, ``SWARMKIT_*``): its
+    endpoints and key variables may be used, as may those this process has used. Any
+    other raises StoreError saying what to pass.
+    """
+    if trusted is None:
+        trusted = SwarmConfig.from_env(os.environ)
     try:
         config = SwarmConfig.from_summary(run.config)
     except (KeyError, TypeError, ValueError) as exc:
@@ -68,8 +83,7 @@ def rerun_config(
             role = replace(role, api_key_env=tuple(api_key_env.split(",")))
         roles[name] = _checked(run, role, trusted, named_url=base_url is not None,
                                named_key=api_key_env is not None)
-    config = replace(config, **roles, cache=True, refresh=(f"worker-{worker}",), record=None,
-                     replay=None)
+    config = replace(config, **roles, record=None, replay=None, resume=None)
     config.validate()  # a --base-url given here has not been checked yet
     return config
 

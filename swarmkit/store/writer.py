@@ -3,7 +3,9 @@
 Saving a large run (its JSON, its call rows, its cassette) takes real CPU; done inside
 the engine's last event it would hold the run's return and the event loop, and a cached
 response written on the loop would hold every call behind it. Queued here, the run
-returns at once. Each job is one transaction, so a failing job loses only itself. The
+returns at once. The writes queued together are applied in one transaction (a
+batch: one commit, not one per answer), each job in its own savepoint, so a failing
+job loses only itself. The
 thread and the deferral are measured in benchmarks/README.md, "Machinery kept and
 dropped".
 
@@ -38,6 +40,9 @@ _Item = tuple[Job, ErrorHandler, bool]  # the job, its error handler, deferrable
 FLUSH_TIMEOUT = 30.0
 # The longest a deferrable write waits for writes_deferred() blocks to end.
 DEFER_LIMIT = 5.0
+# The most queued writes applied in one transaction. A hard kill (a dead kernel) loses
+# the writes still queued: at most this many answers, which a resume asks again.
+BATCH = 256
 # How often the writer looks at the holds while a deferrable write waits.
 _LOOK_AGAIN = 0.05
 
@@ -139,18 +144,62 @@ class Writer:
                     item = self._queue.get(timeout=_LOOK_AGAIN if held else None)
                 except queue.Empty:
                     continue
-                if item is None:
-                    stopping = True
-                elif item[2]:  # deferrable; cache entries never wait
-                    deadline = deadline if held else time.monotonic() + DEFER_LIMIT
-                    held.append(item[:2])
-                else:
-                    conn = self._apply(conn, item[0], item[1])
+                batch: list[tuple[Job, ErrorHandler]] = []
+                while True:
+                    if item is None:
+                        stopping = True
+                    elif item[2]:  # deferrable; cache entries never wait
+                        deadline = deadline if held else time.monotonic() + DEFER_LIMIT
+                        held.append(item[:2])
+                    else:
+                        batch.append(item[:2])
+                    if stopping or len(batch) >= BATCH:
+                        break
+                    try:  # what is queued already joins this batch
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                if batch:
+                    conn = self._apply_batch(conn, batch)
         finally:
             if conn is not None:
                 conn.close()
             with _live_lock:
                 _live.discard(self)
+
+    def _apply_batch(
+        self, conn: sqlite3.Connection | None, batch: list[tuple[Job, ErrorHandler]]
+    ) -> sqlite3.Connection | None:
+        """The queued jobs in one transaction (one commit, not one per answer), each in
+        its own savepoint so a failing job still loses only itself."""
+        if len(batch) == 1:
+            return self._apply(conn, *batch[0])
+        try:
+            conn = conn or self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+        except Exception as exc:
+            for _, on_error in batch:
+                self._report(exc, on_error)
+            return conn
+        try:
+            for job, on_error in batch:
+                conn.execute("SAVEPOINT job")
+                try:
+                    job(conn)
+                    conn.execute("RELEASE job")
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    self._report(exc, on_error)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if not isinstance(exc, Exception):
+                raise
+            for _, on_error in batch:
+                self._report(exc, on_error)
+        return conn
 
     def _apply(
         self, conn: sqlite3.Connection | None, job: Job, on_error: ErrorHandler

@@ -4,6 +4,7 @@ only itself, and a run's save waits for the cell while cache entries do not."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -38,12 +39,19 @@ def test_a_failing_job_loses_only_itself_and_reports_once(tmp_path: Path) -> Non
     path, statements = tmp_path / "w.db", []
     writer = _writer(path, statements)
     errors: list[StoreError] = []
+    started, busy = threading.Event(), threading.Event()
+    # A first job holds the writer while the others are queued behind it.
+    writer.submit(lambda conn: (started.set(), busy.wait(10)), errors.append)
+    assert started.wait(10)
     writer.submit(_insert(1), errors.append)
     writer.submit(_insert(1), errors.append)  # a duplicate key: this one fails
     writer.submit(_insert(2), errors.append)
+    busy.set()
     writer.close()
     writer.join()
-    assert statements.count("COMMIT") == 2  # a transaction a job; the failing one rolled back
+    # Queued together, the three jobs are one transaction (one commit after the first
+    # job's); the failing one rolled back to its own savepoint, so the others were kept.
+    assert statements.count("COMMIT") == 2 and statements.count("ROLLBACK TO job") == 1
     assert _rows(path) == [1, 2]
     assert len(errors) == 1 and "UNIQUE constraint failed" in str(errors[0])
 
