@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display, update_display
 
 from ..api import create_engine
+from ..comparison import Comparison
 from ..engine.background import WAIT_SLICE, background_loop
 
 if TYPE_CHECKING:
@@ -121,6 +122,11 @@ class SwarmHandle:
             self.engine.cancel(reason)
         elif self._task is not None and not self._task.done():
             self._task.cancel()  # still building the engine: nothing to keep yet
+
+    def now(self) -> float | None:
+        """Seconds since the run started (the live view's clock); None before."""
+        engine = self.engine
+        return None if engine is None else engine.now()
 
     def _ended(self) -> bool:
         """The run's future has its outcome (its done-callbacks may still be running)."""
@@ -234,7 +240,7 @@ class SwarmHandle:
                 {"text/plain": repr(handle)}, raw=True, display_id=handle._display_id))
 
 
-def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:
+def summary_line(run: Run | Comparison | None, how: str, names: Sequence[str]) -> str:
     """``swarm cancelled (interrupt): 12 of 50 workers finished; partial run in _swarm``.
 
     The word after "swarm" is the Run's status, so the notice and ``run.status`` agree;
@@ -243,6 +249,8 @@ def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:
     where = " and ".join(names)
     if run is None:
         return f"swarm {how} before it started; nothing to keep"
+    if isinstance(run, Comparison):
+        return _comparison_line(run, how, where)
     word = run.status if how == run.status else f"{run.status} ({how})"
     if not run.plan:
         return f"swarm {word} while planning; partial run in {where}"
@@ -252,3 +260,18 @@ def summary_line(run: Run | None, how: str, names: Sequence[str]) -> str:
         return (f"swarm {word}: {finished} of {len(run.plan)} workers {merged}; "
                 f"the run is in {where}")
     return f"swarm {word}: {finished} of {len(run.plan)} workers finished; partial run in {where}"
+
+
+def _comparison_line(comparison: Comparison, how: str, where: str) -> str:
+    """``comparison cancelled (interrupt): workers finished 2 of 4 · 3 of 4; partial
+    comparison in _swarm``: one figure per variant, in the variants' order."""
+    statuses = list(dict.fromkeys(run.status for run in comparison.runs))
+    status = "/".join(statuses)
+    word = status if how == status else f"{status} ({how})"
+    figures = " · ".join(
+        "planning" if not run.plan else
+        f"{sum(1 for w in run.workers if w.status == 'completed')} of {len(run.plan)}"
+        for run in comparison.runs)
+    kept = "the comparison" if statuses == ["stopped"] else "partial comparison"
+    return (f"comparison {word}: {len(comparison)} variants, workers finished {figures}; "
+            f"{kept} in {where}")

@@ -27,8 +27,9 @@ from ..store.writer import writes_deferred
 from ..template import interpolate
 from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
+from .compare import Compared, ComparisonHandle, variants_for
 from .display import publish, run_bundle
-from .dryrun import dry_run
+from .dryrun import dry_run, dry_run_variants
 from .interrupts import InterruptGate
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
@@ -37,6 +38,7 @@ from .tools import with_session_tools
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from ..comparison import Comparison
     from ..events import Sink
     from ..result import Run
 
@@ -51,7 +53,7 @@ class SwarmMagics(Magics):
     def __init__(self, shell: InteractiveShell | None = None) -> None:
         super().__init__(shell)
         self.session_options: dict[str, Any] = {}
-        self.last_run: Run | None = None
+        self.last_run: Run | Comparison | None = None
         # Background runs and the variables their Run goes to when they end.
         self.background: dict[SwarmHandle, tuple[str, ...]] = {}
 
@@ -72,7 +74,7 @@ class SwarmMagics(Magics):
         except ConfigError as exc:  # one of this cell's flags: name it as it was typed
             raise UsageError(f"%%swarm: {name_the_flag(str(exc), options)}") from None
 
-    def store(self, run: Run | None, names: Sequence[str]) -> None:
+    def store(self, run: Run | Comparison | None, names: Sequence[str]) -> None:
         if run is None:
             return
         for name in names:
@@ -111,10 +113,15 @@ class SwarmMagics(Magics):
         config = self.session_config(**args.config_options)
         if config.replay is None:
             check_keys(config, os.environ)
+        # --compare: the variants are checked and counted before anything runs.
+        compared = (variants_for(args, self.namespace, config, os.environ)
+                    if args.compare else None)
         if args.dry_run:
-            return self._dry_run(task, config, args)
+            return self._dry_run(task, config, args, compared)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        handle = SwarmHandle(task, config, engine_options=with_session_tools(args.engine_options))
+        engine_options = with_session_tools(args.engine_options)
+        handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
+                  else ComparisonHandle(task, config, compared, engine_options=engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None and self._can_show_dashboard()
         # A replay takes a moment and must leave one final display (nbval compares it),
@@ -167,7 +174,8 @@ class SwarmMagics(Magics):
             self._show_final(run, dashboard, display_id)
         return None
 
-    def _show_final(self, run: Run | None, dashboard: Any, display_id: str) -> None:
+    def _show_final(self, run: Run | Comparison | None, dashboard: Any, display_id: str
+                    ) -> None:
         """Put the run's static bundle where the dashboard was (or show it, if none
         was shown); a run that ended before it had a Run leaves a one-line note."""
         if dashboard is None:
@@ -197,14 +205,13 @@ class SwarmMagics(Magics):
         # A blocked cell cannot receive clicks, so only a background run gets live buttons.
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
         on_stop = (lambda: handle.stop(merge=True)) if background else None
-
-        def clock() -> float | None:
-            engine = handle.engine
-            return None if engine is None else engine.now()
-
         # Looked up on the module at each call, so a test can stand in for the class.
+        if isinstance(handle, ComparisonHandle):  # one compact lane per variant
+            return widget.CompareDashboard(
+                task=task, labels=handle.labels, configs=handle.compared.configs,
+                on_cancel=on_cancel, on_stop=on_stop, clock=handle.now)
         return widget.Dashboard(task=task, config=config, on_cancel=on_cancel,
-                                on_stop=on_stop, clock=clock)
+                                on_stop=on_stop, clock=handle.now)
 
     def _attach_dashboard(
         self, task: str, config: SwarmConfig, handle: SwarmHandle, display_id: str,
@@ -254,8 +261,12 @@ class SwarmMagics(Magics):
         handle.add_done_callback(finished)
         return handle
 
-    def _dry_run(self, task: str, config: SwarmConfig, args: SwarmArgs) -> None:
+    def _dry_run(self, task: str, config: SwarmConfig, args: SwarmArgs,
+                 compared: Compared | None) -> None:
         async def plan() -> Any:
+            if compared is not None:
+                return await dry_run_variants(task, config, compared.variants,
+                                              args.engine_options)
             engine = await create_engine(config=config, **args.engine_options)
             return await dry_run(engine, task)
 
@@ -289,6 +300,11 @@ def magic_help() -> str:
         "{name} takes a value from the notebook, {{ and }} give literal braces, and any",
         "other braces (a JSON example) stay as written. The Run lands in _swarm (and in",
         "--out NAME); Ctrl-C / interrupt keeps what finished.",
+        "",
+        "    %%swarm --compare worker_model=gpt-4.1-mini,gpt-4.1 --compare system=@brief,@long",
+        "",
+        "runs the task once per variant (here a 2 × 2 grid), concurrently under one budget;",
+        "identical calls are made once. _swarm holds the Comparison.",
         "",
         build_parser().format_help().rstrip(),
         "",

@@ -10,6 +10,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..comparison import Comparison
 from ..display.rendered import Bundle, Rendered
 
 if TYPE_CHECKING:
@@ -17,8 +18,12 @@ if TYPE_CHECKING:
 
 __all__ = ["SmallTable", "publish", "run_bundle"]
 
-def run_bundle(run: Run) -> Bundle:
-    """The run's static MIME bundle and its output metadata."""
+def run_bundle(run: Run | Comparison) -> Bundle:
+    """The run's static MIME bundle and its output metadata (a comparison's: its
+    side-by-side view)."""
+    if isinstance(run, Comparison):
+        data, metadata = run.view().mime_bundle()
+        return dict(data), dict(metadata)
     tables = run.tables()
     mime_bundle = getattr(tables, "mime_bundle", None)
     if mime_bundle is not None:

@@ -1,21 +1,31 @@
 """``%%swarm --dry-run``: run only the planner, then show what the fan-out could cost.
 
-The estimate itself is ``swarmkit.engine.estimate``; this module renders it.
+The estimate itself is ``swarmkit.engine.estimate``; this module renders it. With
+``--compare``, every variant's planner runs (identical planner requests are made once,
+through one :class:`~swarmkit.provider.shared.SharedCalls`) and one table prices them all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..api import create_engine
+from ..config.swarm import SwarmConfig
 from ..display.tables import format_cost, format_tokens
 from ..engine.estimate import Estimate, RoleEstimate
 from ..engine.estimate import estimate as estimate_plan
 from ..engine.swarm import Engine
+from ..provider.shared import SharedCalls
+from ..usage import Usage
+from ..variants import Variant
 from .display import SmallTable
 
-__all__ = ["DryRun", "RoleEstimate", "dry_run", "estimate"]
+__all__ = ["CompareDryRun", "DryRun", "RoleEstimate", "dry_run", "dry_run_variants",
+           "estimate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +75,63 @@ async def dry_run(engine: Engine, task: str) -> DryRun:
         return estimate(engine, task, plan)
     finally:
         await engine.caller.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class CompareDryRun:
+    """Each variant's plan and cost bound (``estimates[i]`` is variant ``i``'s)."""
+
+    labels: tuple[str, ...]
+    estimates: tuple[DryRun, ...]
+
+    @property
+    def cost_usd(self) -> Any:
+        """The bound of the whole comparison; unknown when any variant's is."""
+        return sum((Usage(cost=e.cost_usd) for e in self.estimates), Usage()).cost
+
+    def table(self) -> SmallTable:
+        rows = []
+        for label, est in zip(self.labels, self.estimates, strict=True):
+            planner = est.roles[0]
+            rows.append((label, len(est.plan), format_cost(planner.cost_usd),
+                         format_cost(est.cost_usd)))
+        spent = sum((Usage(cost=e.roles[0].cost_usd) for e in self.estimates), Usage()).cost
+        rows.append(("total", sum(len(e.plan) for e in self.estimates), format_cost(spent),
+                     format_cost(self.cost_usd)))
+        unpriced = sorted({r.model for e in self.estimates for r in e.roles
+                           if r.cost_usd is None})
+        note = (f"no price for {', '.join(unpriced)}: add one with %swarm prices MODEL IN OUT"
+                if unpriced else "")
+        return SmallTable(
+            f"dry run: {len(self.labels)} variants, "
+            f"{sum(len(e.plan) for e in self.estimates)} workers planned",
+            ("variant", "workers", "planner spent", "at most"), rows, note)
+
+    def __repr__(self) -> str:
+        return repr(self.table())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+async def dry_run_variants(
+    task: str, config: SwarmConfig, variants: Sequence[Variant],
+    engine_options: Mapping[str, Any],
+) -> CompareDryRun:
+    """Plan ``task`` once per variant, concurrently; an identical planner request is
+    made once and served to the other variants ($0 there, as a cached call)."""
+    shared = SharedCalls()
+    engines: list[Engine] = []
+    try:
+        for variant in variants:
+            engines.append(await create_engine(config=config, shared=shared,
+                                               **{**engine_options, **variant.as_dict()}))
+    except BaseException:
+        for engine in engines:
+            await engine.caller.aclose()
+        raise
+    estimates = await asyncio.gather(*(dry_run(engine, task) for engine in engines))
+    return CompareDryRun(tuple(v.label for v in variants), tuple(estimates))

@@ -32,6 +32,10 @@ def _pick(magics: Session, which: str | None) -> Run:
         if magics.last_run is None:
             raise UsageError("%swarm export: no swarm has run in this session yet; run a "
                              "%%swarm cell first, or name a run from %swarm history")
+        if not isinstance(magics.last_run, Run):
+            raise UsageError("%swarm export: the last cell was a --compare; export one of "
+                             "its runs by name: first = _swarm[0], then %swarm export "
+                             "first PATH.ipynb")
         return magics.last_run
     value = magics.namespace.get(which)
     if isinstance(value, Run):

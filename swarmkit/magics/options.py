@@ -24,6 +24,7 @@ from IPython.utils.process import arg_split
 
 from ..config import options as option_table
 from ..runrecord import RunRecord
+from ..variants import MAX_VARIANTS
 from .tools import resolve_tools
 
 __all__ = [
@@ -63,6 +64,7 @@ class Flag:
     switch: bool = False
     const: Any = True
     resolve: Resolver | None = None
+    repeat: bool = False
 
     @property
     def dest(self) -> str:
@@ -137,6 +139,18 @@ def resolve_schema(value: str, namespace: Mapping[str, Any]) -> Any:
     return namespace[name]
 
 
+def _cap(value: str, namespace: Mapping[str, Any]) -> int:
+    """``--max-variants N``: a whole number of at least 2."""
+    try:
+        cap = int(value)
+    except ValueError:
+        cap = 0
+    if cap < 2:
+        raise UsageError(f"%%swarm: --max-variants must be a whole number of at least 2, "
+                         f"got {value!r}")
+    return cap
+
+
 # What the magic does with the run: not options of the run, so not in the option table.
 MAGIC_FLAGS: tuple[Flag, ...] = (
     Flag("--out", "also store the Run in this variable (the last run is always in _swarm)",
@@ -145,6 +159,11 @@ MAGIC_FLAGS: tuple[Flag, ...] = (
          target="magic", switch=True),
     Flag("--dry-run", "run only the planner and estimate the fan-out's cost",
          target="magic", switch=True),
+    Flag("--compare", "run the cell once per value, side by side: KEY=V1,V2 (an option "
+         "name; @name takes a value from the notebook); repeat it for a grid",
+         target="magic", metavar="KEY=V1,V2", repeat=True, resolve=lambda v, _ns: tuple(v)),
+    Flag("--max-variants", f"refuse a --compare of more than N variants (default "
+         f"{MAX_VARIANTS})", target="magic", metavar="N", resolve=_cap),
     Flag("--quiet", "no live dashboard, only the final output", target="magic", switch=True),
     Flag("--no-interpolate", "send the cell as written: no {name} substitution",
          target="magic", switch=True),
@@ -152,6 +171,13 @@ MAGIC_FLAGS: tuple[Flag, ...] = (
 )
 
 FLAGS: list[Flag] = [*_table_flags(), *MAGIC_FLAGS]
+
+# Why a comparison is neither recorded into one cassette nor replayed from one.
+_NOT_COMPARED = {
+    "record": "each variant is kept in the history; drop --record (export the comparison "
+              "to replay it)",
+    "replay": "a comparison replays from its exported notebook; drop --replay",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +199,15 @@ class SwarmArgs:
     @property
     def dry_run(self) -> bool:
         return bool(self.magic.get("dry_run"))
+
+    @property
+    def compare(self) -> tuple[str, ...]:
+        """The ``--compare KEY=V1,V2`` texts, in order (empty: a single run)."""
+        return tuple(self.magic.get("compare", ()))
+
+    @property
+    def max_variants(self) -> int:
+        return int(self.magic.get("max_variants", MAX_VARIANTS))
 
     @property
     def quiet(self) -> bool:
@@ -205,7 +240,10 @@ def build_parser(flags: list[Flag] | None = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for flag in FLAGS if flags is None else flags:
-        if flag.switch:
+        if flag.repeat:
+            parser.add_argument(flag.name, dest=flag.dest, metavar=flag.metavar or "VALUE",
+                                action="append", default=None, help=_escape(flag.help))
+        elif flag.switch:
             parser.add_argument(flag.name, dest=flag.dest, action="store_const",
                                 const=flag.const, default=None, help=_escape(flag.help))
         else:
@@ -243,6 +281,12 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
         raise UsageError(f"%%swarm: --out needs a Python variable name, got {out!r}")
     if args.dry_run and args.background:
         raise UsageError("%%swarm: --dry-run runs only the planner; drop --background")
+    if "max_variants" in args.magic and not args.compare:
+        raise UsageError("%%swarm: --max-variants caps --compare; add --compare KEY=V1,V2 "
+                         "or drop --max-variants")
+    for name in ("replay", "record"):
+        if args.compare and name in args.config_options:
+            raise UsageError(f"%%swarm: --compare cannot --{name}: {_NOT_COMPARED[name]}")
     return args
 
 

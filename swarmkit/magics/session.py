@@ -19,6 +19,7 @@ from ..credentials.scrub import scrub
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..comparison import Comparison
     from ..result import Run
     from .bridge import SwarmHandle
 
@@ -34,7 +35,7 @@ class Session(Protocol):
 
     # defaults set by %swarm config / %swarm prices, by public option name
     session_options: dict[str, Any]
-    last_run: Run | None
+    last_run: Run | Comparison | None  # a --compare cell's Comparison
     # running --background swarms -> the variables their Run goes to
     background: dict[SwarmHandle, tuple[str, ...]]
 
@@ -47,7 +48,7 @@ class Session(Protocol):
         """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``options``."""
         ...
 
-    def store(self, run: Run | None, names: Sequence[str]) -> None:
+    def store(self, run: Run | Comparison | None, names: Sequence[str]) -> None:
         """Keep ``run`` as the last run and in the variables ``names``."""
         ...
 
