@@ -120,6 +120,10 @@ def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
     with capture_output() as again:
         shell.run_line_magic("swarm", "last")
     assert again.outputs[0].data["text/plain"] == comparison.view().text()
+    # %swarm export needs one Run: it says how to name one of the comparison's.
+    with pytest.raises(UsageError, match=r"the last cell was a --compare; export one of its "
+                       r"runs by name: first = _swarm\[0\]"):
+        shell.run_line_magic("swarm", "export compared.ipynb")
 
 
 def test_the_notice_names_four_variants_then_counts_the_rest(
