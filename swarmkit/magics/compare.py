@@ -77,8 +77,12 @@ def variants_for(args: SwarmArgs, namespace: Mapping[str, Any], config: SwarmCon
         configs = [_config_of(config, variant, env) for variant in variants]
     except ConfigError as exc:
         raise usage_error(exc) from None
-    for variant_config in configs:
-        check_keys(variant_config, env)
+    for variant, variant_config in zip(variants, configs, strict=True):
+        try:
+            check_keys(variant_config, env)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("%%swarm: ", f"%%swarm: --compare variant "
+                                              f"{variant.label}: ", 1)) from None
     compared = Compared(variants, configs, args.max_variants)
     print(compared.notice())
     return compared

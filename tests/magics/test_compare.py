@@ -116,10 +116,20 @@ def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
             return {s.run_id for s in history.recent(10)} >= {r.run_id for r in comparison.runs}
 
     assert wait_until(saved)
+    # The cache is on in a notebook, as for a single run: the same cell again is free.
+    before = server.count()
+    with capture_output():
+        shell.run_cell_magic("swarm", line_for(server, GRID),
+                             "Compare three databases for {{a team}}")
+    assert server.count() == before
+    again = shell.user_ns["_swarm"]
+    assert [r.status for r in again.runs] == ["completed"] * 4
+    assert all(c.source == "cache" for r in again.runs for c in r.calls)
+    assert magics.last_run is again
     # %swarm last shows the comparison again.
-    with capture_output() as again:
+    with capture_output() as shown:
         shell.run_line_magic("swarm", "last")
-    assert again.outputs[0].data["text/plain"] == comparison.view().text()
+    assert shown.outputs[0].data["text/plain"] == again.view().text()
     # %swarm export needs one Run: it says how to name one of the comparison's.
     with pytest.raises(UsageError, match=r"the last cell was a --compare; export one of its "
                        r"runs by name: first = _swarm\[0\]"):
@@ -197,6 +207,21 @@ def test_refusals_are_one_line_usage_errors_before_any_request(
     assert message.startswith("%%swarm: ")
     assert server.count() == 0 and captured.stdout == "" and not captured.outputs
     assert "_swarm" not in shell.user_ns
+
+
+def test_a_variant_whose_model_has_no_key_is_refused_before_any_request(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "sk-test")
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    # No --base-url: a hosted model, so each variant's key is checked before any call.
+    line = ("--model gpt-4.1-mini --api-key-env FAKE_KEY "
+            "--compare api_key_env=FAKE_KEY,NO_SUCH_KEY_VAR")
+    with pytest.raises(UsageError, match=r"^%%swarm: --compare variant "
+                       r"api_key_env=NO_SUCH_KEY_VAR: no API key for the planner model"):
+        shell.run_cell_magic("swarm", line, "Name a sea")
+    assert server.count() == 0
 
 
 def test_record_set_for_the_session_is_refused_too(
