@@ -35,6 +35,7 @@ _SHARED_ONLY = {
     "history": "history is shared by the variants: set it once",
     "history_path": "history is shared by the variants: set it once",
     "cache": "the cache is shared by the variants: set it once",
+    "resume": "resume continues one run; compare variants afresh",
 }
 # The magic flag's own name is accepted too: --compare system=... is --system.
 _FLAG_NAMES = {row.flag_name[2:].replace("-", "_"): row.name for row in OPTIONS
@@ -69,18 +70,21 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
 
 
-def variant_grid(axes: Sequence[tuple[str, Sequence[Any], Sequence[str]]]) -> tuple[Variant, ...]:
-    """The grid of ``axes``: (option name, values, how each value is shown)."""
-    names = [name for name, _, _ in axes]
+def variant_grid(
+    axes: Sequence[tuple[str, Sequence[Any], Sequence[str], str]],
+) -> tuple[Variant, ...]:
+    """The grid of ``axes``: (option name, values, how each value is shown, the key as the
+    user wrote it, which labels the variant)."""
+    names = [name for name, _, _, _ in axes]
     if len(set(names)) != len(names):
         repeated = next(n for n in names if names.count(n) > 1)
         raise ConfigError(f"--compare {repeated} is given twice; list its values once, "
                           f"comma-separated: --compare {repeated}=a,b")
     grid = []
-    for combo in itertools.product(*(range(len(values)) for _, values, _ in axes)):
-        options = tuple((name, values[j]) for (name, values, _), j in zip(axes, combo, strict=True))
-        label = " · ".join(f"{name}={shown[j]}" for (name, _, shown), j in zip(axes, combo,
-                                                                                strict=True))
+    for combo in itertools.product(*(range(len(values)) for _, values, _, _ in axes)):
+        picked = list(zip(axes, combo, strict=True))
+        options = tuple((name, values[j]) for (name, values, _, _), j in picked)
+        label = " · ".join(f"{key}={shown[j]}" for (_, _, shown, key), j in picked)
         grid.append(Variant(options, label))
     return tuple(grid)
 
@@ -117,7 +121,7 @@ def parse_compare(texts: Sequence[str], namespace: Mapping[str, Any]) -> tuple[V
         if len(set(raw)) != len(raw):
             raise ConfigError(f"--compare {text}: a value is listed twice")
         values = [_value(key, value, namespace) for value in raw]
-        axes.append((_option_name(key), values, raw))
+        axes.append((_option_name(key), values, raw, key))
     return variant_grid(axes)
 
 

@@ -13,8 +13,8 @@ def test_repeated_keys_combine_as_a_grid_the_first_key_slowest() -> None:
     variants = parse_compare(["model=a,b", "system=@brief,@detailed"],
                              {"brief": brief, "detailed": detailed})
     assert [v.label for v in variants] == [
-        "model=a · system_prompt=@brief", "model=a · system_prompt=@detailed",
-        "model=b · system_prompt=@brief", "model=b · system_prompt=@detailed"]
+        "model=a · system=@brief", "model=a · system=@detailed",
+        "model=b · system=@brief", "model=b · system=@detailed"]
     assert variants[1].as_dict() == {"model": "a", "system_prompt": detailed}
     check_count(variants, 4)
     with pytest.raises(ConfigError,

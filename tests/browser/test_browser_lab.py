@@ -333,25 +333,26 @@ def test_compared_variants_show_their_differences_in_the_page(
     shots: Path, theme: str,
 ) -> None:
     scripted.plan_tasks, scripted.replies = 3, _voiced
+    scripted.latency = {"worker-*": 1.5}  # long enough to see the lanes
     lab.set_theme(f"JupyterLab {theme}")
-    cell = (
-        "import swarmkit\n"
-        "from swarmkit.display.compared import ComparisonView\n"
-        f"common = dict(model='gpt-4.1-mini', base_url={server.base_url!r}, workers=3,"
-        " cache=False)\n"
-        "terse = swarmkit.run_sync('Pick a vector database',"
-        " system_prompt='Write in a voice that is terse', **common)\n"
-        "lavish = swarmkit.run_sync('Pick a vector database',"
-        " system_prompt='Write in a voice that is lavish', **common)\n"
-        "ComparisonView(['system=@terse', 'system=@lavish'], [terse, lavish])"
-    )
+    cells = [
+        "%load_ext swarmkit\n"
+        "terse = 'Write in a voice that is terse'\n"
+        "lavish = 'Write in a voice that is lavish'",
+        swarm_cell(server, "--workers 3 --compare system=@terse,@lavish",
+                   "Pick a vector database"),
+    ]
     try:
-        nb = open_notebook(browser_context, lab, f"compare-{theme.lower()}.ipynb",
-                           [cell], viewport=NARROW)
+        nb = open_notebook(browser_context, lab, f"compare-{theme.lower()}.ipynb", cells,
+                           viewport=NARROW)
         nb.run_all()
-        view = nb.output_area(0).locator(".swarmkit-compare").first
+        lanes = nb.output_area(1).locator(".sk-lane")
+        lanes.first.wait_for(timeout=UI_TIMEOUT)
+        lane_count = lanes.count()
+        nb.screenshot(shots / f"compare-{theme.lower()}-800-running.png", cell=1)
+        view = nb.output_area(1).locator(".swarmkit-compare").first
         view.wait_for(timeout=UI_TIMEOUT)
-        nb.screenshot(shots / f"compare-{theme.lower()}-800.png", cell=0)
+        nb.screenshot(shots / f"compare-{theme.lower()}-800.png", cell=1)
         text = view.inner_text()
         marks = view.evaluate(_MARK_CONTRAST)
         contrast = view.evaluate(_CONTRAST)
@@ -359,6 +360,7 @@ def test_compared_variants_show_their_differences_in_the_page(
         nb.page.close()
     finally:
         lab.set_theme("JupyterLab Light")
+    assert lane_count == 2  # one live lane per variant while it ran
     assert "2 variants" in text and "same plan for every variant: 3 sub-tasks" in text
     assert "system=@terse (baseline)" in text and "Pick Qdrant: the terse reading" in text
     assert sorted((m[1], m[2]) for m in marks) == [("lavish", True), ("terse", True)], marks
