@@ -140,6 +140,9 @@ class WorkerFinished:
 class ReducerStarted:
     inputs: tuple[int, ...]  # indexes of the workers whose output the reducer receives
     t: float
+    # Past the reducer's input limit the outputs are merged in this many parts first
+    # (steps reducer-1.1, reducer-1.2, ...); 0: one reducer call over them all.
+    parts: int = 0
     kind: Literal["reducer_started"] = "reducer_started"
 
 

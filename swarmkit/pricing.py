@@ -1,7 +1,8 @@
-"""The price table: USD per million tokens, from package data plus user overrides.
+"""The model table: USD per million tokens and context windows, from package data plus
+user price overrides.
 
 Lookup strips a vendor prefix (``moonshot/kimi-k2.5`` finds ``kimi-k2.5``). A model not
-in the table has unknown cost (``None``), never $0.
+in the table has unknown cost (``None``), never $0, and an unknown context (``None``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from importlib import resources
+from typing import TypeVar
 
 from .errors import ConfigError
 from .usage import Usage
@@ -19,6 +21,7 @@ from .usage import Usage
 __all__ = ["ModelPrice", "PriceTable"]
 
 _MILLION = Decimal(1_000_000)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +60,39 @@ def _decimal(value: object, what: str) -> Decimal:
 
 
 @cache
-def _builtin() -> Mapping[str, ModelPrice]:
+def _rows() -> Mapping[str, Mapping[str, object]]:
     text = resources.files("swarmkit").joinpath("data/prices.json").read_text(encoding="utf-8")
+    return {model.lower(): row for model, row in json.loads(text)["models"].items()}
+
+
+@cache
+def _builtin() -> Mapping[str, ModelPrice]:
     table: dict[str, ModelPrice] = {}
-    for model, row in json.loads(text)["models"].items():
+    for model, row in _rows().items():
         cached = row.get("cached_input")
-        table[model.lower()] = ModelPrice(
-            input=Decimal(row["input"]),
-            output=Decimal(row["output"]),
-            cached_input=None if cached is None else Decimal(cached),
+        table[model] = ModelPrice(
+            input=Decimal(str(row["input"])),
+            output=Decimal(str(row["output"])),
+            cached_input=None if cached is None else Decimal(str(cached)),
         )
     return table
+
+
+@cache
+def _contexts() -> Mapping[str, int]:
+    """Each model's published context window in tokens, where the table states one."""
+    return {model: int(str(row["context"])) for model, row in _rows().items()
+            if row.get("context") is not None}
+
+
+def _find(table: Mapping[str, _T], model: str) -> _T | None:
+    key = model.lower()
+    if key in table:
+        return table[key]
+    # Gateways prefix vendors (openrouter's "deepseek/deepseek-v3.2"); try the tail.
+    if "/" in key:
+        return table.get(key.rsplit("/", 1)[1])
+    return None
 
 
 class PriceTable:
@@ -95,13 +120,11 @@ class PriceTable:
         return cls(overrides)
 
     def lookup(self, model: str) -> ModelPrice | None:
-        key = model.lower()
-        if key in self._prices:
-            return self._prices[key]
-        # Gateways prefix vendors (openrouter's "deepseek/deepseek-v3.2"); try the tail.
-        if "/" in key:
-            return self._prices.get(key.rsplit("/", 1)[1])
-        return None
+        return _find(self._prices, model)
+
+    def context(self, model: str) -> int | None:
+        """``model``'s context window in tokens (input and output), None when unknown."""
+        return _find(_contexts(), model)
 
     def cost(self, model: str, usage: Usage) -> Decimal | None:
         price = self.lookup(model)

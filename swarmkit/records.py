@@ -17,6 +17,7 @@ __all__ = [
     "WorkerRecord",
     "WorkerStatus",
     "decimal_or_none",
+    "reducer_part_of_step",
     "worker_of_step",
 ]
 
@@ -35,6 +36,17 @@ def worker_of_step(step: str) -> int | None:
     """The worker index of a step id such as ``worker-7``; None for planner and reducer."""
     if step.startswith("worker-") and step[7:].isdigit():
         return int(step[7:])
+    return None
+
+
+def reducer_part_of_step(step: str) -> tuple[int, int] | None:
+    """``(level, index)`` of a reducer part such as ``reducer-1.3`` (a tree reduction's
+    step); None for any other step, the final ``reducer`` included."""
+    if not step.startswith("reducer-"):
+        return None
+    level, dot, index = step[8:].partition(".")
+    if dot and level.isdigit() and index.isdigit():
+        return int(level), int(index)
     return None
 
 
@@ -57,7 +69,7 @@ class CallRecord:
     the JSON form keeps cost in its own ``cost_usd`` field, as files always had it.
     """
 
-    step: str  # planner | worker-<i> | reducer
+    step: str  # planner | worker-<i> | reducer-<level>.<i> (a part) | reducer
     role: str
     model: str
     source: CallSource

@@ -202,6 +202,9 @@ OPTIONS: tuple[Option, ...] = (
        on="config cli replay"),
     _o("stream_reducer", "bool", "stream the reducer's answer as it is written",
        on="config replay"),
+    _o("reducer_max_input_tokens", "int", "the most prompt tokens one reducer request "
+       "may carry; past it the outputs are merged in parts (default: from the model's "
+       "context)", "N", on="config cli replay"),
     _o("rate_window", "number", "seconds over which --rpm and --tpm are counted", "S",
        on="config cli replay"),
     _o("adaptive_concurrency", "bool", "run fewer workers at once after a 429",

@@ -138,6 +138,9 @@ class SwarmConfig:
     # The run this one continues (resume=): its plan is ``tasks`` and its answered calls
     # are served from the history, so only the missing calls are made.
     resume: str | None = None
+    # The most prompt tokens one reducer request may carry; None: the reducer model's
+    # context from the model table (less its max_tokens), or a conservative default.
+    reducer_max_input_tokens: int | None = None
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]

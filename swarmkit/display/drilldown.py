@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
+from ..records import reducer_part_of_step
 from .markdown import markdown_html
 
 if TYPE_CHECKING:
@@ -161,6 +162,8 @@ def reducer_input(
 
 def reducer_details(run: RunRecord) -> str:
     """The reducer's input of a finished run, expandable; empty if it got none."""
+    if any(reducer_part_of_step(call.step) for call in run.calls):
+        return ""  # a tree reduction's final call was sent partial answers, not these
     if not run.reduced or "reducer_prompt" not in run.config:
         return ""
     by_index = {w.index: w for w in run.workers}

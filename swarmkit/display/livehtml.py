@@ -241,6 +241,8 @@ def _reducer(state: LiveState) -> str:
     if len(text) > MAX_REDUCER_CHARS:
         text = "…" + text[-MAX_REDUCER_CHARS:]
     inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
+    if state.reducer_parts:
+        inputs = f" (merging {state.reducer_inputs} workers in {_parts(state)})"
     return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}'
             '<div style="white-space:pre-wrap;'
             f"max-height:320px;overflow:auto;border-left:3px solid {COLOURS['rule'].css};"
@@ -257,9 +259,22 @@ _RENDERERS = {
 }
 
 
+def _parts(state: LiveState) -> str:
+    """``10 parts: 4/10 merged, 2 running``, and each further level's merges."""
+    merged = state.parts_merged
+    text = f"{state.reducer_parts} parts: {merged.get(1, 0)}/{state.reducer_parts} merged"
+    for level in sorted(merged):
+        if level > 1:
+            text += f", level {level}: {merged[level]} merged"
+    if state.parts_running:
+        text += f", {len(state.parts_running)} running"
+    return text
+
+
 def _reducer_input(state: LiveState) -> str:
-    """The messages the reducer was sent, expandable, each cut short; rendered once."""
-    if not state.reduced or state.reducer_input_html:
+    """The messages the reducer was sent, expandable, each cut short; rendered once.
+    A tree reduction's final call is sent partial answers, not these: none is shown."""
+    if not state.reduced or state.reducer_input_html or state.reducer_parts:
         return state.reducer_input_html
     inputs = []
     for index in state.reduced:

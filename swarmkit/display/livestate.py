@@ -34,7 +34,7 @@ from ..events import (
     WorkerFinished,
     WorkerStarted,
 )
-from ..records import ToolCallRecord, WorkerRecord, worker_of_step
+from ..records import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
 from ..usage import Usage
 
 if TYPE_CHECKING:
@@ -155,6 +155,11 @@ class LiveState(_Spent):
         self.reducer_input_html = ""  # rendered once by liveview: the input never changes
         self.reducer_text: list[str] = []
         self.reducer_attempt = 1
+        # A tree reduction: its first level's parts, the part calls merged per level and
+        # the ones in flight (a reducer-<level>.<i> step each).
+        self.reducer_parts = 0
+        self.parts_merged: dict[int, int] = {}
+        self.parts_running: set[str] = set()
         self.dirty: set[str] = set(SECTIONS)
 
     # -- folding events (O(1) each) ----------------------------------------------------
@@ -191,6 +196,9 @@ class LiveState(_Spent):
                 self.dirty.update(("plan", "workers"))
             case CallStarted():
                 index = worker_of_step(event.step)
+                if index is None and reducer_part_of_step(event.step) is not None:
+                    self.parts_running.add(event.step)
+                    self.dirty.add("reducer")
                 if index is not None:
                     worker = self._worker(index)
                     worker.attempt = event.attempt
@@ -226,7 +234,7 @@ class LiveState(_Spent):
                 self._worker_finished(event.worker)
             case ReducerStarted():
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)
-                self.reduced = event.inputs
+                self.reduced, self.reducer_parts = event.inputs, event.parts
                 self.dirty.add("reducer")
             case ReducerDelta():
                 if event.attempt != self.reducer_attempt:
@@ -252,6 +260,12 @@ class LiveState(_Spent):
             self.dirty.add("budget")
         index = worker_of_step(call.step)
         if index is None:
+            part = reducer_part_of_step(call.step)
+            if part is not None:
+                self.parts_running.discard(call.step)
+                if call.error is None:
+                    self.parts_merged[part[0]] = self.parts_merged.get(part[0], 0) + 1
+                self.dirty.add("reducer")
             return
         worker = self._worker(index)
         worker.attempts_done += call.attempts

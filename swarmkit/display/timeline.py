@@ -3,7 +3,9 @@
 A pure function of the RunRecord: fixed number formatting (1 decimal place in px), no ids, no
 dates, no plotting dependency, so a replayed run renders byte-identical output.
 
-Lanes are ``planner``, ``worker-1`` .. ``worker-N``, ``reducer`` (then any other step).
+Lanes are ``planner``, ``worker-1`` .. ``worker-N``, the parts of a tree reduction
+(``reducer-1.1`` ..., one lane per level past ``MAX_PART_LANES``), ``reducer`` (then any
+other step).
 Bars are model calls coloured by outcome (ok / cached / failed; a cancelled call is a
 dashed outline); orange ticks are retried attempts (``run.retries``); blue marks under a
 bar are tool calls. A worker that never started keeps its lane (so lanes match the
@@ -24,16 +26,17 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..records import worker_of_step
+from ..records import reducer_part_of_step, worker_of_step
 from .theme import COLOURS as _THEME
 
 if TYPE_CHECKING:
     from ..records import CallRecord
     from ..runrecord import RunRecord
 
-__all__ = ["MAX_LANES", "timeline_svg"]
+__all__ = ["MAX_LANES", "MAX_PART_LANES", "timeline_svg"]
 
 MAX_LANES = 200
+MAX_PART_LANES = 12  # a tree reduction's parts past this share one lane per level
 WIDTH = 800
 _LABEL_W = 96
 _RIGHT_PAD = 16
@@ -86,10 +89,14 @@ class _Lanes:
         steps = {c.step for c in run.calls} | {r.step for r in run.retries}
         workers = {w.index for w in run.workers} | {t.worker for t in run.tool_calls}
         workers |= {i for i in map(worker_of_step, steps) if i is not None}
+        parts = sorted((part, s) for s in steps
+                       if (part := reducer_part_of_step(s)) is not None)
         others = sorted(s for s in steps if worker_of_step(s) is None
-                        and s not in ("planner", "reducer"))
+                        and s not in ("planner", "reducer") and reducer_part_of_step(s) is None)
         head = ["planner"] if "planner" in steps else []
-        tail = (["reducer"] if "reducer" in steps else []) + others
+        part_lanes = _part_lanes(parts)
+        tail = ([label for label, _ in part_lanes] + (["reducer"] if "reducer" in steps else [])
+                + others)
         ordered = sorted(workers)
         room = max(1, MAX_LANES - len(head) - len(tail))
         self.group = max(1, math.ceil(len(ordered) / room))
@@ -105,9 +112,11 @@ class _Lanes:
             if len(chunk) > 1:
                 label = f"w{chunk[0]}–{chunk[-1]}"
             self.labels.append(label)
-        for step in tail:
-            self.row[step] = len(self.labels)
-            self.labels.append(step)
+        lane_steps = dict(part_lanes)
+        for label in tail:
+            for step in lane_steps.get(label, (label,)):
+                self.row[step] = len(self.labels)
+            self.labels.append(label)
         # lanes with a mark of their own: a lane without one draws no bar
         self.busy = {self.of_step(s) for s in steps}
         self.busy |= {self.worker_row[t.worker] for t in run.tool_calls}
@@ -118,6 +127,18 @@ class _Lanes:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+
+def _part_lanes(parts: list[tuple[tuple[int, int], str]]) -> list[tuple[str, list[str]]]:
+    """The lanes of a tree reduction's parts (``reducer-1.1`` ...), in level and part
+    order: one lane each, or past ``MAX_PART_LANES`` one lane per level."""
+    if len(parts) <= MAX_PART_LANES:
+        return [(step, [step]) for _, step in parts]
+    levels: dict[int, list[tuple[int, str]]] = {}
+    for (level, index), step in parts:
+        levels.setdefault(level, []).append((index, step))
+    return [(f"reducer-{level}.{steps[0][0]}–{steps[-1][0]}", [s for _, s in steps])
+            for level, steps in sorted(levels.items())]
 
 
 def _tick_step(span: float) -> float:

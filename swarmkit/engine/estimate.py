@@ -1,8 +1,9 @@
 """The dry-run estimate: what running a plan could cost at most, before it runs.
 
 The bound is the price table × each planned worker's (prompt bound + max_tokens), plus
-the reducer over that many worker outputs: the same worst case the budget reserves, so
-a run under a budget at least this large is never cut short by the cap. The planner's
+the reducer over that many worker outputs (past the reducer's input limit, every call of
+its tree of parts): the same worst case the budget reserves, so a run under a budget at
+least this large is never cut short by the cap. The planner's
 row is what it really spent (it ran).
 """
 
@@ -17,7 +18,7 @@ from ..pricing import PriceTable
 from ..records import CallRecord
 from ..usage import Usage
 from .budgeted import build_request
-from .reducer import reducer_request
+from .reducerinput import input_limit, reducer_prompts, reducer_request
 from .worker import worker_messages
 
 __all__ = ["Estimate", "RoleEstimate", "estimate"]
@@ -75,8 +76,16 @@ def estimate(
     skeleton = reducer_request(config, task, [(i, t, "") for i, t in enumerate(plan, 1)])
     reducer_tokens = (skeleton.prompt_token_bound() + len(plan) * config.worker.max_tokens
                       + (skeleton.max_tokens or 0))
+    answer = skeleton.max_tokens or 0
+    prompts = reducer_prompts(config, task, plan, config.worker.max_tokens, answer,
+                              input_limit(config, prices).tokens)
+    if len(prompts) > 1:  # past the input limit: a tree of parts, then the final merge
+        roles.append(_bound(prices, "reducer", config.reducer.model, len(prompts),
+                            sum(prompts) + answer * len(prompts),
+                            completion=answer * len(prompts)))
+        return Estimate(task, plan, tuple(roles))
     roles.append(_bound(prices, "reducer", config.reducer.model, 1 if plan else 0,
-                        reducer_tokens, completion=skeleton.max_tokens or 0))
+                        reducer_tokens, completion=answer))
     return Estimate(task, plan, tuple(roles))
 
 

@@ -2,7 +2,8 @@
 
 While workers run, room is held for the reducer (its worst case, capped at a share of
 what is left). When the cap is short at the end, the reducer's answer is shortened first,
-then it is given fewer outputs; the workers it received are recorded in the Run.
+then it is given fewer outputs; the workers it received are recorded in the Run. Outputs
+past the reducer's input limit are merged as a tree of parts (``reducetree``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ from typing import Any
 
 from ..budget import Reservation
 from ..calls import ChatRequest
-from ..config.swarm import SwarmConfig
 from ..errors import BudgetExceeded
 from ..events import ReducerDelta, ReducerStarted
 from ..records import WorkerRecord
-from .budgeted import build_request
 from .context import StepContext
+from .reducerinput import (
+    input_limit,
+    reducer_messages,
+    reducer_prompts,
+    reducer_request,
+    worker_part,
+)
+from .reducetree import reduce_in_parts, refusal
 
 __all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages",
            "reducer_request", "reducer_text"]
@@ -61,6 +68,15 @@ def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> 
     tokens += extra_tokens
     if price is not None:
         usd += price.bound(extra_tokens, 0)
+    limit = input_limit(context.config, context.prices).tokens
+    prompts = reducer_prompts(context.config, task, plan, worker_bytes,
+                              context.config.reducer.max_tokens * _BYTES_PER_TOKEN_ESTIMATE,
+                              limit)
+    if len(prompts) > 1:  # past the input limit: a tree of parts, then the final merge
+        answer = context.config.reducer.max_tokens
+        tokens = sum(prompts) + answer * len(prompts)
+        usd = Decimal(0) if price is None else sum(
+            (price.bound(prompt, answer) for prompt in prompts), Decimal(0))
     # Hold the reducer's worst case, but never more than a share of what is left, so
     # a bigger cap always leaves the workers at least as much room (monotonic), and a
     # short reducer budget is met later by shortening its answer and its inputs.
@@ -71,34 +87,6 @@ def hold_for_reducer(context: StepContext, task: str, plan: tuple[str, ...]) -> 
         tokens = min(tokens, int((snap.cap_tokens - snap.spent_tokens) * _REDUCER_SHARE))
     if not context.budget.hold(usd, tokens, context.run_id):
         raise BudgetExceeded("budget spent before the workers could start; raise the budget")
-
-
-def reducer_messages(
-    prompt: str, task: str, inputs: list[tuple[int, str, str]]
-) -> list[dict[str, str]]:
-    """The reducer's conversation: a pure function, so a Run's drill-down can show it."""
-    parts = [f"Task: {task}", ""]
-    for index, subtask, output in inputs:
-        parts += [f"Worker {index} (sub-task: {subtask}):", output, ""]
-    return [
-        {"role": "system", "content": prompt},
-        {"role": "user", "content": "\n".join(parts).rstrip()},
-    ]
-
-
-def reducer_request(
-    config: SwarmConfig,
-    task: str,
-    inputs: list[tuple[int, str, str]],
-    max_tokens: int | None = None,
-) -> ChatRequest:
-    """The reducer's request over ``inputs`` (index, sub-task, output); a pure function."""
-    messages = reducer_messages(config.reducer_prompt, task, inputs)
-    stream = config.stream_reducer and not config.reducer.is_local
-    extra: dict[str, Any] = {"stream": stream}
-    if max_tokens is not None:
-        extra["max_tokens"] = max_tokens
-    return build_request(config, "reducer", messages, **extra)
 
 
 def mapped_only(
@@ -122,12 +110,21 @@ async def reduce(
     if not done:
         return "failed", None, _nothing_to_reduce(records)
     inputs = [(r.index, r.task, reducer_text(r)) for r in done]
-    request, reservation, inputs = await _reserve_reducer(context, task, inputs)
-    context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
 
     def on_delta(text: str, attempt: int) -> None:
         context.emit(ReducerDelta(text, context.now(), attempt))
 
+    limit = input_limit(context.config, context.prices)
+    whole = reducer_request(context.config, task, inputs)
+    if whole.prompt_token_bound() > limit.tokens:
+        refused = refusal(context.config, task, limit)
+        if refused is not None:
+            return "failed", None, refused
+        answer = await reduce_in_parts(context, task, [worker_part(*i) for i in inputs],
+                                       limit.tokens, on_delta)
+        return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
+    request, reservation, inputs = await _reserve_reducer(context, task, inputs)
+    context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
     outcome = await context.calls.call(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
     )

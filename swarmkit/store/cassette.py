@@ -200,10 +200,14 @@ class Cassette:
 
     def resolve_config(self, config: SwarmConfig) -> SwarmConfig:
         """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server;
-        given tasks and a skipped reducer come from the recording (no namespace needed)."""
+        given tasks, a skipped reducer and the reducer's input limit come from the recording
+        (no namespace needed, and a tree reduction asks for the parts it recorded)."""
         recorded = self.run.get("config") or {}
         if not config.tasks and recorded.get("tasks"):
             config = replace(config, tasks=tuple(recorded["tasks"]))
+        limit = recorded.get("reducer_max_input_tokens")
+        if config.reducer_max_input_tokens is None and isinstance(limit, int):
+            config = replace(config, reducer_max_input_tokens=limit)
         if recorded.get("reduce") is False:
             config = replace(config, reduce=False)
         roles = {}
