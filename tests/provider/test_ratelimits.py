@@ -71,9 +71,11 @@ def completed_workers(run: Run) -> int:
 
 
 def test_a_hundred_workers_under_the_matching_rpm_get_no_429() -> None:
-    # 60 requests per 2 s window; the run makes 102 (planner, 100 workers, reducer).
+    # 60 requests per 2 s window; the run makes 102 (planner, 100 workers, reducer): one
+    # reducer call, though fake-model's context is unknown (the default would merge 100
+    # outputs in parts).
     with FakeServer(plan_tasks=100, latency=0.01, rpm_limit=60, window=2.0) as server:
-        run, sink = swarm(server, rpm=60, rate_window=2.0)
+        run, sink = swarm(server, rpm=60, rate_window=2.0, reducer_max_input_tokens=10**6)
         rejected, total = server.rejected_429, len(server.requests)
     assert run.status == "completed"
     assert completed_workers(run) == 100
