@@ -271,7 +271,7 @@ class SpanSink:
         failed = event.status in ("failed", "cancelled")
         kind = "cancelled" if event.status == "cancelled" else error_type(event.error)
         for step in list(self._steps.values()):
-            if step.name.startswith("reducer") and self._content and event.answer is not None:
+            if step.name == "reducer" and self._content and event.answer is not None:
                 step.attributes["gen_ai.output.messages"] = output_messages(event.answer)
             if failed and step.error is None:
                 step.error = (event.error, None, kind)
