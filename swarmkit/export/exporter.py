@@ -23,6 +23,7 @@ machine's file paths (history, record and replay files).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -32,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.swarm import DEFAULT_KEY_ENV, ROLES
 from ..credentials.secrets import MIN_SECRET_CHARS, find_secret
-from ..display.tables import RunTables
 from ..errors import ExportError, StoreError
 from ..store.cassette import Cassette
 from ..store.history import History, default_history_path
 from ..store.recent import recent_recording
-from .replaycell import header_markdown, line_safe, swarm_cells
+from .replaycell import header_markdown, line_safe
+from .replayed import Recording, Replayed, SwarmCell
 from .writer import (
     CLOSED_BASE_URL,
     NotebookPart,
@@ -153,19 +154,6 @@ def _refuse_leak(text: str, what: str, secrets: Mapping[str, str]) -> None:
 # -- building ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Swarm:
-    run: RunRecord
-    cassette: Cassette
-    name: str | None
-
-    @property
-    def config(self) -> Mapping[str, Any]:
-        """The recording's config: what a replay must rebuild (a replayed run's own config
-        points at the cassette instead of the recorded endpoint)."""
-        return self.cassette.run.get("config") or self.run.config
-
-
 class ReplayNotebook:
     """A notebook of prose, code and replayed ``%%swarm`` cells, written by :meth:`write`.
 
@@ -208,9 +196,13 @@ class ReplayNotebook:
         history_path: str | os.PathLike[str] | None = None,
     ) -> None:
         """The ``%%swarm --replay`` cell that reproduces ``run`` (and its options cell)."""
-        self.load_extension()
         recording = find_recording(run, cassette, history_path=history_path)
-        self._parts.append(("swarm", _Swarm(run, recording, name)))
+        self.replayed(SwarmCell(Recording(run, recording, name)))
+
+    def replayed(self, part: Replayed) -> None:
+        """Cells that replay recorded runs (a swarm cell, a comparison...)."""
+        self.load_extension()
+        self._parts.append(("replayed", part))
 
     @staticmethod
     def cassette_name(notebook: str | os.PathLike[str], number: int = 1) -> str:
@@ -228,25 +220,29 @@ class ReplayNotebook:
         target = Path(path)
         if target.suffix != ".ipynb":
             raise ExportError(f"export to a .ipynb path, not {target.name!r}")
-        parts, cassettes, swarms = self._resolve(target)
+        parts, cassettes, checks = self._resolve(target)
         files = [target, *(target.parent / name for name in cassettes)]
         if not overwrite and (taken := existing(files)):
             raise ExportError(f"not exporting: {taken}; pass overwrite=True to replace it")
-        configs = [c for s in swarms.values() for c in (s.run.config, s.config)]
+        configs = [c for r in cassettes.values() for c in (r.run.config, r.config)]
         secrets = key_values(configs, self.env)
-        texts = {name: _shareable(swarm.cassette).dumps() for name, swarm in cassettes.items()}
+        texts = {name: _shareable(r.cassette).dumps() for name, r in cassettes.items()}
         for name, text in texts.items():
             _refuse_leak(text, f"cassette {name}", secrets)
         notebook = render_cells(parts)
         _refuse_leak(_notebook_text(notebook), f"notebook {target.name}", secrets)
+        probes = _probes(parts, checks)
+        if probes:
+            notebook.cells.append(render_cells([("code", (_probe_source(probes), ()))]).cells[0])
         with tempfile.TemporaryDirectory(prefix="swarmkit-export-") as folder:
             work = Path(folder)
             for name, text in texts.items():
                 (work / name).write_text(text, encoding="utf-8")
             execute_notebook(notebook, work, env=_kernel_env(self.env, secrets),
                              kernel_name=self.kernel_name, timeout=self.timeout)
-        for index, swarm in swarms.items():
-            _check_replay(notebook.cells[index], swarm.run)
+        probed = _probed(notebook.cells.pop()) if probes else {}
+        for index, part in checks.items():
+            part.check(notebook.cells[index], probed.get(str(index)))
         final = _notebook_text(notebook)
         _refuse_leak(final, f"notebook {target.name}", secrets)
         written = {target.parent / name: text for name, text in texts.items()}
@@ -255,27 +251,57 @@ class ReplayNotebook:
 
     def _resolve(
         self, target: Path
-    ) -> tuple[list[NotebookPart], dict[str, _Swarm], dict[int, _Swarm]]:
-        """Cells in order, cassettes by file name, and the swarm cells by cell index."""
+    ) -> tuple[list[NotebookPart], dict[str, Recording], dict[int, Replayed]]:
+        """Cells in order, recordings by cassette file name, and the replayed parts by
+        the index of their last cell."""
         parts: list[NotebookPart] = []
-        cassettes: dict[str, _Swarm] = {}
-        swarms: dict[int, _Swarm] = {}
+        cassettes: dict[str, Recording] = {}
+        checks: dict[int, Replayed] = {}
         session: dict[str, str] = {}
         for kind, value in self._parts:
-            if kind != "swarm":
+            if kind != "replayed":
                 parts.append((kind, value) if kind == "code" else (kind, (value, ())))
                 continue
-            name = value.name or self.cassette_name(target, len(cassettes) + 1)
-            if name in cassettes and cassettes[name].cassette.run_id != value.cassette.run_id:
-                raise ExportError(f"two runs would share the cassette file {name}; name one")
-            cassettes[name] = value
-            cells, session = swarm_cells(value.run, value.config, name, session)
+            names = []
+            for recording in value.recordings:
+                name = recording.name or self.cassette_name(target, len(cassettes) + 1)
+                taken = cassettes.get(name)
+                if taken is not None and taken.cassette.run_id != recording.cassette.run_id:
+                    raise ExportError(f"two runs would share the cassette file {name}; "
+                                      "name one")
+                cassettes[name] = recording
+                names.append(name)
+            cells, session = value.sources(names, session)
             for source in cells:
                 parts.append(("code", (source, ())))
-            swarms[len(parts) - 1] = value
+            checks[len(parts) - 1] = value
         if not cassettes:
             raise ExportError("the notebook has no swarm cell; add one with swarm(run)")
-        return parts, cassettes, swarms
+        return parts, cassettes, checks
+
+
+def _probes(parts: list[NotebookPart], checks: Mapping[int, Replayed]) -> dict[str, str]:
+    """The parts' probes by cell index; a code cell's execution count is its number
+    among the code cells, since the notebook runs top to bottom in a fresh kernel."""
+    counts = {index: sum(1 for kind, _ in parts[: index + 1] if kind == "code")
+              for index in checks}
+    return {str(index): probe for index, part in checks.items()
+            if (probe := part.probe(counts[index])) is not None}
+
+
+def _probe_source(probes: Mapping[str, str]) -> str:
+    items = ", ".join(f"{index!r}: {expression}" for index, expression in probes.items())
+    return f"import json as _probe_json\nprint(_probe_json.dumps({{{items}}}))"
+
+
+def _probed(cell: nbformat.NotebookNode) -> dict[str, Any]:
+    text = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+    try:
+        found = json.loads(text)
+    except ValueError:
+        raise ExportError("the replayed notebook's check printed no result; export again "
+                          "with a kernel that runs this swarmkit") from None
+    return found if isinstance(found, dict) else {}
 
 
 # Where the recording machine kept its files: no use to a replay, and no one else's business.
@@ -310,28 +336,6 @@ def _kernel_env(env: Mapping[str, str], secrets: Mapping[str, str]) -> dict[str,
         [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     )
     return kernel
-
-
-def _check_replay(cell: nbformat.NotebookNode, run: RunRecord) -> None:
-    """The replayed cell must show exactly the run's own tables, once."""
-    displays = [o for o in cell.outputs if o.get("output_type") == "display_data"]
-    others = [o for o in cell.outputs if o.get("output_type") != "display_data"]
-    if others or len(displays) != 1:
-        kinds = ", ".join(o.get("output_type", "?") for o in cell.outputs) or "nothing"
-        raise ExportError(
-            f"the replay of run {run.run_id} showed {kinds} instead of one table display; "
-            "export a run that finished (completed or partial)"
-        )
-    shown = displays[0].get("data", {}).get("text/plain", "")
-    expected = RunTables(run).text()
-    if shown != expected:
-        line = next((f"{a!r} vs {b!r}" for a, b in
-                     zip(expected.splitlines(), shown.splitlines(), strict=False) if a != b),
-                    "the line counts differ")
-        raise ExportError(
-            f"the replay of run {run.run_id} does not reproduce its tables (first "
-            f"difference: {line[:160]}); re-run it with record=FILE and export that"
-        )
 
 
 def export_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
