@@ -12,6 +12,9 @@ latency per call, then runs, alternating the order every round:
   (c) ``swarmkit.run`` with the same model, N and C, in a fresh process;
   (d) the same through ``%%swarm`` in a fresh Jupyter kernel, dashboard on.
 
+Then ``compare.py``: a 2-variant ``swarmkit.compare`` against the slower of its two
+single runs at N=100 (``--compare`` runs only that).
+
 (b), (c) and (d) measure themselves (wall clock, process CPU, peak RSS) around the swarm
 only: imports and kernel start-up are outside the clock. See benchmarks/README.md.
 """
@@ -32,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmark modules, then swarmkit itself
 
+import compare  # noqa: E402
 import extras  # noqa: E402
 from common import KEY_ENV, child_json, fake_server, new_history  # noqa: E402
 from kernel import kernel_swarm, magic_available  # noqa: E402
@@ -145,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="rounds per size (5)")
     parser.add_argument("--no-kernel", action="store_true", help="skip (d) and load_ext")
     parser.add_argument("--no-extras", action="store_true", help="skip the extra reports")
+    parser.add_argument("--compare", action="store_true",
+                        help="only the compare benchmark (2 variants vs the slower single)")
+    parser.add_argument("--no-compare", action="store_true", help="skip the compare benchmark")
     args = parser.parse_args(argv)
     sizes = parse_sizes(args.sizes or ("10x5" if args.quick else "100x20,1000x100"))
     latency = args.latency if args.latency is not None else (0.01 if args.quick else 0.1)
@@ -153,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     print(extras.machine_line())
+    compare_size = (10, 5) if args.quick else (100, 20)
+    if args.compare:
+        compare.report(*compare_size, latency, repeats)
+        return 0
     for n, c in sizes:
         variants = measure_size(n, c, latency, repeats, with_kernel)
         print_size_table(n, c, latency, variants)
@@ -160,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
             growth = ", ".join(f"{v.name} {v.rss_delta_mib * 1000 / n:.1f} MiB"
                                for v in variants.values())
             print(f"  memory per 1,000 workers (RSS growth during the run): {growth}")
+    if not args.no_compare:
+        print()
+        compare.report(*compare_size, latency, repeats)
     if not args.no_extras:
         print()
         extras.report_all(quick=args.quick, latency=latency, with_kernel=not args.no_kernel)
