@@ -68,41 +68,54 @@ def main(argv: list[str] | None = None) -> int:
     return measure_and_print(_swarm(args))
 
 
+def _measure_case(url: str, n: int, c: int, variants: list[dict[str, str]], repeats: int
+                  ) -> dict[str, list[dict[str, Any]]]:
+    """Samples of A, B, the comparison, and (the same calls as a comparison that shares
+    nothing but the planner) one run of A with 2N workers at 2C."""
+    from common import child_json
+
+    def argv(workers: int, concurrency: int, chosen: list[dict[str, str]]) -> list[str]:
+        return [str(HERE / "compare.py"), "--base-url", url, "--api-key-env", KEY_ENV,
+                "--workers", str(workers), "--concurrency", str(concurrency),
+                "--variants", json.dumps(chosen)]
+
+    runners = {"A": argv(n, c, variants[:1]), "B": argv(n, c, variants[1:]),
+               "compare": argv(n, c, variants), "2N at 2C": argv(2 * n, 2 * c, variants[:1])}
+    samples: dict[str, list[dict[str, Any]]] = {key: [] for key in runners}
+    for index in range(repeats):
+        for key in list(runners) if index % 2 == 0 else list(runners)[::-1]:
+            samples[key].append(child_json(runners[key]))
+            print(".", end="", flush=True, file=sys.stderr)
+    return samples
+
+
 def report(n: int, c: int, latency: float, repeats: int) -> None:
     """Print each case's compare / slower-single ratio (median of ``repeats``)."""
-    from common import child_json, fake_server
+    from common import fake_server
 
-    common = ["--workers", str(n), "--concurrency", str(c), "--api-key-env", KEY_ENV]
     print(f"compare: 2 variants vs the slower single run, N={n} C={c} (each variant), "
           f"latency {latency * 1000:g} ms, median of {repeats}", flush=True)
-    with fake_server(latency, n) as url:
+    with fake_server(latency, 2 * n) as url:  # the planner's 2N tasks are cut to --workers
         for case, variants in CASES.items():
-            runners = {
-                "A": [json.dumps(variants[:1])], "B": [json.dumps(variants[1:])],
-                "compare": [json.dumps(variants)],
-            }
-            samples: dict[str, list[dict[str, Any]]] = {key: [] for key in runners}
             print(f"measuring compare ({case}) ", end="", flush=True, file=sys.stderr)
-            for index in range(repeats):
-                order = list(runners) if index % 2 == 0 else list(runners)[::-1]
-                for key in order:
-                    samples[key].append(child_json(
-                        [str(HERE / "compare.py"), "--base-url", url, *common,
-                         "--variants", *runners[key]]))
-                    print(".", end="", flush=True, file=sys.stderr)
+            samples = _measure_case(url, n, c, variants, repeats)
             print(file=sys.stderr)
             ratios = [s["wall"] / max(a["wall"], b["wall"]) for s, a, b in
                       zip(samples["compare"], samples["A"], samples["B"], strict=True)]
+            doubled = [s["wall"] / d["wall"] for s, d in
+                       zip(samples["compare"], samples["2N at 2C"], strict=True)]
             wall, calls, cpu = ({key: statistics.median(s[what] for s in got)
                                  for key, got in samples.items()}
                                 for what in ("wall", "calls", "cpu"))
             print(f"  {case}: single A {wall['A']:.3f} s ({calls['A']:.0f} calls), single B "
                   f"{wall['B']:.3f} s, compare {wall['compare']:.3f} s ({calls['compare']:.0f} "
-                  f"calls made, {samples['compare'][0]['shared']} shared); CPU s "
+                  f"calls made, {samples['compare'][0]['shared']} shared), one run of "
+                  f"{2 * n} workers at C={2 * c} {wall['2N at 2C']:.3f} s; CPU s "
                   f"A {cpu['A']:.2f} / compare {cpu['compare']:.2f}")
             print(f"  ratio compare/slower single ({case}) N={n}: "
                   f"{statistics.median(ratios):.2f}   (max {max(ratios):.2f}; "
-                  f"target <= {TARGET:.2f})")
+                  f"target <= {TARGET:.2f}); compare / one run of {2 * n} at C={2 * c}: "
+                  f"{statistics.median(doubled):.2f}")
 
 
 if __name__ == "__main__":

@@ -28,3 +28,5 @@ def test_quick_benchmark_prints_the_ratio_rows() -> None:
         assert variant in out, out
     for report in ("%load_ext swarmkit:", "replay of a recorded", "rate-limited run"):
         assert report in out, out
+    for case in ("reducer prompt only", "worker prompt differs"):
+        assert f"ratio compare/slower single ({case}) N=10:" in out, out

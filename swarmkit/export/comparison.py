@@ -36,6 +36,7 @@ from ..store.cassette import Cassette
 from ..variants import Variant, variants_of
 from .exporter import CASSETTE_SUFFIX, ExportResult, ReplayNotebook, find_recording
 from .replaycell import (
+    header_text,
     line_safe,
     live_steps,
     md_code,
@@ -334,17 +335,11 @@ def comparison_header(
     if (line := _live_line(part)):
         live.append(line)
     files = " and ".join(md_code(name) for name in cassettes)
-    parts = [f"# {title or 'Comparison: ' + md_text(part.task)}", "", *table, "", *per, ""]
-    if note:
-        parts += [note.strip(), ""]
-    parts += [
-        f"**Replay.** The cell below replays each variant from its recording ({files}): no "
-        "network, no key, and the same side-by-side view every time. "
-        f"{md_code('pytest --nbval ' + notebook)} checks exactly that.",
-        "",
-        f"**Live.** To run it for real, {'; '.join(live)}.",
-    ]
-    return "\n".join(parts)
+    return header_text(
+        title or "Comparison: " + md_text(part.task), ["\n".join(table), "", "\n".join(per)],
+        note, f"The cell below replays each variant from its recording ({files}): no "
+        "network, no key, and the same side-by-side view every time.", notebook,
+        "; ".join(live) + ".")
 
 
 # -- export --------------------------------------------------------------------------------

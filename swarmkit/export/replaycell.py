@@ -24,7 +24,7 @@ import json
 import re
 import shlex
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -37,8 +37,8 @@ from ..template import interpolation_changes
 if TYPE_CHECKING:
     from ..runrecord import RunRecord
 
-__all__ = ["header_markdown", "line_safe", "live_steps", "md_code", "md_text", "models_text",
-           "replay_options", "swarm_cells", "swarm_line"]
+__all__ = ["header_markdown", "header_text", "line_safe", "live_steps", "md_code", "md_text",
+           "models_text", "replay_options", "swarm_cells", "swarm_line"]
 
 # Public option names, by the SwarmConfig field they set, of the options that shape the
 # requests (not how the run was stored, served or priced).
@@ -300,14 +300,23 @@ def header_markdown(
         ("duration", f"{run.duration:.2f}s"),
     ]
     table = "\n".join(["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]])
-    parts = [f"# {title or 'Swarm run ' + md_text(run.run_id)}", "", table, ""]
+    return header_text(
+        title or "Swarm run " + md_text(run.run_id), [table], note,
+        f"The `%%swarm` cell below replays the recording in {md_code(cassette)}: no network, "
+        "no key, and the same output every time.", notebook,
+        _live_hint(run, config, cassette))
+
+
+def header_text(heading: str, body: Sequence[str], note: str, replay: str, notebook: str,
+                live: str) -> str:
+    """An export's header: the heading, ``body`` (its tables), the note, then how to
+    replay the notebook and how to run it live."""
+    parts = [f"# {heading}", "", *body, ""]
     if note:
         parts += [note.strip(), ""]
     parts += [
-        f"**Replay.** The `%%swarm` cell below replays the recording in {md_code(cassette)}: "
-        "no network, no key, and the same output every time. "
-        f"{md_code('pytest --nbval ' + notebook)} checks exactly that.",
+        f"**Replay.** {replay} {md_code('pytest --nbval ' + notebook)} checks exactly that.",
         "",
-        f"**Live.** To run it for real, {_live_hint(run, config, cassette)}",
+        f"**Live.** To run it for real, {live}",
     ]
     return "\n".join(parts)
