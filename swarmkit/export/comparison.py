@@ -231,8 +231,9 @@ class ComparedCells:
         runs = [recording.run for recording in self.recordings]
         shown = check_shown(cell, "execute_result", "the replay of the comparison",
                             "its side-by-side view")
-        difference = first_changed_line(
-            ComparisonView([v.label for v in self.variants], runs).text(), shown)
+        # IPython's plain-text repr of a cell's value drops its final line break.
+        view = ComparisonView([v.label for v in self.variants], runs).text()
+        difference = first_changed_line(view.rstrip("\n"), shown.rstrip("\n"))
         if difference is not None:
             raise ExportError(f"the replay of the comparison does not reproduce its view "
                               f"(first difference: {difference}); run it again and export that")

@@ -17,7 +17,7 @@ import swarmkit
 from swarmkit.comparison import Comparison
 from swarmkit.errors import ExportError
 from swarmkit.export.exporter import find_recording
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from tests.support.notebooks import offline_env, run_nbval
 
 pytestmark = pytest.mark.kernel
@@ -70,13 +70,36 @@ def test_a_comparison_exports_a_notebook_that_passes_nbval_with_no_server(
     assert cell.source.endswith("\ncomparison")
     [output] = cell.outputs
     assert output["output_type"] == "execute_result"
-    assert output["data"]["text/plain"] == str(comparison)
+    assert output["data"]["text/plain"] == str(comparison).rstrip("\n")
     assert output["data"]["text/html"] == comparison._repr_html_()
 
     env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
     checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "2 passed" in checked.stdout  # %load_ext and the comparison's cell
+
+
+def test_a_magic_comparison_keeps_its_labels_and_replays(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the magic's history goes here
+    shell = swarm_shell()
+    shell.user_ns.update(terse="Answer in one line.", table="Answer with a table.")
+    try:
+        shell.run_cell_magic("swarm", f"--model fake-model --workers 3 --base-url "
+                             f"{server.base_url} --compare system=@terse,@table --quiet "
+                             "--out c", "Summarise the report")
+        comparison = shell.user_ns["c"]
+    finally:
+        for name in ("terse", "table", "c", "_swarm"):
+            shell.user_ns.pop(name, None)
+    assert comparison.labels == ("system=@terse", "system=@table")
+    result = comparison.export(tmp_path / "out" / "magic.ipynb")
+    cell = code_cells(result.notebook)[-1]
+    # Plain dicts would be labelled system_prompt=...: the labels are kept as written.
+    assert "Variant(options=(('system_prompt', 'Answer in one line.'),), " \
+           "label='system=@terse')" in cell.source
+    assert cell.outputs[0]["data"]["text/plain"] == str(comparison).rstrip("\n")
 
 
 class Review(BaseModel):
@@ -105,7 +128,7 @@ def test_a_variant_without_a_literal_is_written_as_recorded_under_its_label(
     assert "from swarmkit.variants import Variant" in cell.source
     assert "label='output_type=Review'" in cell.source
     assert '"title":"Verdict"' in cell.source
-    assert cell.outputs[0]["data"]["text/plain"] == str(comparison)
+    assert cell.outputs[0]["data"]["text/plain"] == str(comparison).rstrip("\n")
 
 
 def test_an_existing_file_is_never_replaced_unless_told(
