@@ -64,7 +64,7 @@ def by_model(request: FakeRequest) -> FakeReply | None:
 
 
 def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path
 ) -> None:
     with capture_output() as captured:
         # The notice is printed before the first request reaches the server.
@@ -130,10 +130,17 @@ def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
     with capture_output() as shown:
         shell.run_line_magic("swarm", "last")
     assert shown.outputs[0].data["text/plain"] == again.view().text()
-    # %swarm export needs one Run: it says how to name one of the comparison's.
-    with pytest.raises(UsageError, match=r"the last cell was a --compare; export one of its "
-                       r"runs by name: first = _swarm\[0\]"):
-        shell.run_line_magic("swarm", "export compared.ipynb")
+    # %swarm export writes the whole comparison: a notebook and one cassette per variant,
+    # whose replay export checks against this view (tests/export/test_export_comparison).
+    notebook = tmp_path / "compared.ipynb"
+    with capture_output():
+        result = shell.run_line_magic("swarm", f"export {notebook}")
+    cassettes = [tmp_path / f"compared.{n}.swarm.json" for n in range(1, 5)]
+    assert result.notebook == notebook and all(path.is_file() for path in cassettes)
+    assert "compare_sync" in notebook.read_text(encoding="utf-8")
+    with pytest.raises(UsageError, match=r"not exporting: .*compared\.ipynb and .*"
+                       r"compared\.4\.swarm\.json already exist; add --force"):
+        shell.run_line_magic("swarm", f"export {notebook}")
 
 
 def test_the_notice_names_four_variants_then_counts_the_rest(
