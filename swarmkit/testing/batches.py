@@ -37,6 +37,7 @@ Answer = Callable[[FakeRequest], Awaitable[FakeReply | Fault]]
 __all__ = ["Answer", "FakeBatch", "FakeBatches"]
 
 _ENDPOINT = "/v1/chat/completions"
+_CANCEL_CHECK = 0.02  # how often a line being answered looks for a cancel
 
 
 @dataclass
@@ -203,7 +204,12 @@ class FakeBatches:
             self._error(batch, line, reply.http_status or 500, None, error_body)
             return
         latency = reply.latency if reply.latency is not None else self.latency()
-        await asyncio.sleep(latency)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + latency
+        while not batch.cancel_requested and loop.time() < deadline:
+            await asyncio.sleep(min(_CANCEL_CHECK, deadline - loop.time()))
+        if batch.cancel_requested:
+            return  # a cancel drops the line in flight: it gets no answer
         body = completion_body(fake, reply, f"chatcmpl-fake-batch-{next(self._ids)}")
         batch.output.append(json.dumps({
             "id": f"batch_req_{next(self._ids)}", "custom_id": request_id,
