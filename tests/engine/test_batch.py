@@ -3,10 +3,6 @@ client against FakeServer's batch endpoints; the planner and the reducer run liv
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -19,9 +15,9 @@ from swarmkit.errors import ConfigError
 from swarmkit.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
+from tests.support.batches import killed_after_submitting
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -142,40 +138,14 @@ def test_a_budget_reserves_the_batch_worst_case_and_spends_the_batch_cost() -> N
     assert worker_cost > 0 and run.cost_usd is not None and run.cost_usd <= Decimal("0.5")
 
 
-def killed_after_submitting(server: FakeServer, history: Path, task: str) -> str:
-    """Start a batch run in a child process, SIGKILL it once its batch id is in the
-    history; return the dead run's id."""
-    child_options = options(server, history=True, history_path=str(history), batch_poll=60)
-    script = textwrap.dedent(f"""
-        import swarmkit
-        swarmkit.run_sync({task!r}, **{child_options!r})
-    """)
-    env = {**os.environ, KEY_ENV: "sk-test-batch-0000",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    child = subprocess.Popen([sys.executable, "-c", script], env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert child.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline, "no batch reached the history"
-            if server.batches.created and history.exists():
-                with History(history) as stored:
-                    runs = stored.recent(1)
-                    if runs and stored.load_run(runs[0].run_id).batches:
-                        break
-            time.sleep(0.05)
-    finally:
-        child.kill()
-        child.wait()
-    return runs[0].run_id
-
-
 def test_a_batch_run_killed_after_submitting_resumes_in_another_process(
         tmp_path: Path) -> None:
     history = tmp_path / "history.db"
     task = "Name four capes"
     with FakeServer(plan_tasks=4) as server:
-        run_id = killed_after_submitting(server, history, task)
+        child = options(server, history=True, history_path=str(history), batch_poll=60)
+        run_id = killed_after_submitting(server.batches, task, child,
+                                         (KEY_ENV, "sk-test-batch-0000"))
         with History(history) as stored:
             dead = stored.load_run(run_id)
         assert dead.status == "running" and not dead.workers
