@@ -18,6 +18,7 @@ of ``{"custom_id", "method", "url", "body"}`` lines with unique ids fails the ba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -37,7 +38,6 @@ Answer = Callable[[FakeRequest], Awaitable[FakeReply | Fault]]
 __all__ = ["Answer", "FakeBatch", "FakeBatches"]
 
 _ENDPOINT = "/v1/chat/completions"
-_CANCEL_CHECK = 0.02  # how often a line being answered looks for a cancel
 
 
 @dataclass
@@ -58,6 +58,7 @@ class FakeBatch:
     error_file_id: str | None = None
     failure: str | None = None  # why validation failed
     cancel_requested: bool = False
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)  # set with cancel_requested
 
     def to_json(self) -> dict[str, Any]:
         errors = None if self.failure is None else {
@@ -152,6 +153,7 @@ class FakeBatches:
         self.cancelled.append(batch.id)
         if batch.status in ("validating", "in_progress", "finalizing"):
             batch.cancel_requested, batch.status = True, "cancelling"
+            batch.cancel.set()
         return web.json_response(batch.to_json())
 
     # -- running a batch ---------------------------------------------------------------
@@ -204,10 +206,8 @@ class FakeBatches:
             self._error(batch, line, reply.http_status or 500, None, error_body)
             return
         latency = reply.latency if reply.latency is not None else self.latency()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + latency
-        while not batch.cancel_requested and loop.time() < deadline:
-            await asyncio.sleep(min(_CANCEL_CHECK, deadline - loop.time()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(batch.cancel.wait(), latency)
         if batch.cancel_requested:
             return  # a cancel drops the line in flight: it gets no answer
         body = completion_body(fake, reply, f"chatcmpl-fake-batch-{next(self._ids)}")

@@ -3,6 +3,7 @@ client against FakeServer's batch endpoints; the planner and the reducer run liv
 
 from __future__ import annotations
 
+import asyncio
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -11,10 +12,11 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit.api import create_engine
 from swarmkit.errors import ConfigError
 from swarmkit.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, run_problems
 from tests.support.batches import killed_after_submitting
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
@@ -46,7 +48,7 @@ def test_every_worker_is_one_batch_line_and_costs_half_the_live_price() -> None:
         lines = server.batches.requests
         live_bodies = {r.step: r.body for r in server.requests if r.step.startswith("worker")}
     assert run.status == "completed" and run.answer == "Final answer merging 3 results"
-    assert [w.status for w in run.workers] == ["completed"] * 3
+    assert [w.status for w in run.workers] == ["completed"] * 3 and run_problems(run) == []
     assert server.batches.created == 1 and len(lines) == 3
     [batch] = run.batches
     assert (batch.first, batch.last) == (1, 3)
@@ -80,6 +82,7 @@ def test_an_error_file_line_fails_its_worker_and_the_reducer_merges_the_rest() -
     assert failed.error == "HTTP 400: prompt too long"
     assert failed.cost_usd == 0  # a failed line is unbilled
     assert run.reduced == [1, 3] and run.answer == "Final answer merging 2 results"
+    assert run_problems(run) == []
 
 
 def test_an_expired_batch_keeps_what_finished_and_fails_the_rest_expired() -> None:
@@ -110,8 +113,32 @@ def test_a_cancelled_run_cancels_its_batch_at_the_server() -> None:
             assert time.monotonic() < deadline, "the batch was not cancelled"
             time.sleep(0.02)
     assert server.batches.cancelled == [batch.batch_id]
-    assert run.status == "cancelled"
+    assert run.status == "cancelled" and run_problems(run) == []
     assert [w.status_label for w in run.workers] == ["cancelled (timeout)"] * 2
+
+
+def test_stop_cancels_the_batch_and_the_run_ends_stopped() -> None:
+    def handler(request: FakeRequest) -> FakeReply | None:
+        return FakeReply(content="late", latency=30) if request.role == "worker" else None
+
+    async def stopped_run(server: FakeServer) -> swarmkit.Run:
+        class StopOnSubmit:
+            def on_event(self, event: Event) -> None:
+                if isinstance(event, BatchSubmitted):
+                    asyncio.get_running_loop().call_later(0.1, engine.stop)
+
+        engine = await create_engine(sinks=[StopOnSubmit()], **options(server))
+        try:
+            return await engine.execute("Name two bays")
+        finally:
+            await engine.caller.aclose()
+
+    with FakeServer(handler, plan_tasks=2) as server:
+        run = asyncio.run(stopped_run(server))
+        cancelled = list(server.batches.cancelled)
+    assert cancelled == [run.batches[0].batch_id]
+    assert run.status == "stopped" and run_problems(run) == []
+    assert [w.status_label for w in run.workers] == ["cancelled (stopped)"] * 2
 
 
 def test_what_cannot_be_batched_is_one_line_config_error() -> None:
