@@ -272,11 +272,13 @@ async def fan_out_batched(
     """
     batches = _Batches(context, service, task, plan, records)
     try:
+        # Every worker's worst case is reserved, an adopted batch's too: what it spends
+        # counts against the budget like anything sent now.
+        admitted = set(batches.reserve(list(batches.requests)))
         for batch in adopted:
             batches.adopt(batch)
         covered = {i for b in adopted for i in range(b.first, b.last + 1)}
-        todo = [i for i in batches.requests if i not in covered]
-        await batches.submit(batches.reserve(todo))
+        await batches.submit([i for i in batches.requests if i in admitted and i not in covered])
         await batches.poll()
     except asyncio.CancelledError:
         await batches.cancel()
