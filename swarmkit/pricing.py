@@ -2,9 +2,10 @@
 user price overrides.
 
 Lookup strips a vendor prefix (``moonshot/kimi-k2.5`` finds ``kimi-k2.5``). A model not
-in the table has unknown cost (``None``), never $0, and an unknown context (``None``). The Batch API's price is a fraction of the model's
-(``batch`` per vendor in prices.json: 0.5 for OpenAI's); a model whose vendor has no
-known fraction has an unknown batch price, like any unknown price.
+in the table has unknown cost (``None``), never $0, and an unknown context (``None``).
+The Batch API's price is a fraction of the model's (``batch`` per vendor in prices.json:
+0.5 for OpenAI's); a model whose vendor has no known fraction has an unknown batch
+price, like any unknown price.
 """
 
 from __future__ import annotations
