@@ -22,8 +22,10 @@ from .errors import ConfigError, SwarmError
 from .events import Sink
 from .modelcaller import ModelCaller, RunCaller
 from .provider import OpenAIProvider
+from .provider.batch import BatchClient
 from .provider.embedded import resolve_local
 from .provider.shared import SharedCalls
+from .records import BatchRecord
 from .result import Run
 from .runrecord import RunRecord
 from .store import CallStore, Cassette
@@ -33,7 +35,7 @@ from .tools import build_worker_loop
 from .tools.replayed import replay_worker_loop
 
 __all__ = ["LiveCaller", "create_engine", "load_run", "plan_of", "resolve_models",
-           "resumed_config", "run", "run_sync"]
+           "resumed_config", "run", "run_sync", "stored_batches"]
 
 
 class LiveCaller:
@@ -132,11 +134,13 @@ async def create_engine(
         live = OpenAIProvider(store_config, env=env)
         return live if shared is None else shared.caller(live)
 
+    adopted = await asyncio.to_thread(stored_batches, config)
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
-                      **store.engine_options())
+                      batches=BatchClient(config, env=env) if config.batch else None,
+                      adopted=adopted, **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
@@ -211,6 +215,14 @@ def resumed_config(config: SwarmConfig, source: RunRecord | str, task: str | Non
         raise ConfigError(f"resume: run {past.run_id} has no plan (it ended before its "
                           "planner answered); run it again instead")
     return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id)
+
+
+def stored_batches(config: SwarmConfig) -> tuple[BatchRecord, ...]:
+    """The batches of the run ``config`` resumes (``--batch``): polled, not sent again."""
+    if not (config.batch and config.resume):
+        return ()
+    with History(config.history_file()) as history:
+        return tuple(history.load_run(config.resume).batches)
 
 
 def load_run(run_id: str, history_path: str | os.PathLike[str] | None = None) -> Run:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .records import CallRecord, ToolCallRecord, WorkerRecord
+from .records import BatchRecord, CallRecord, ToolCallRecord, WorkerRecord
 
 __all__ = [
+    "BatchSubmitted",
+    "BatchUpdated",
     "BudgetUpdated",
     "CallFinished",
     "CallRetried",
@@ -137,6 +139,30 @@ class WorkerFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchSubmitted:
+    """The workers ``batch.first``..``batch.last`` went to the Batch API as one batch
+    (or a resumed run took an earlier run's batch over)."""
+
+    batch: BatchRecord
+    t: float
+    kind: Literal["batch_submitted"] = "batch_submitted"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchUpdated:
+    """A batch's status as the server reported it: validating, in_progress, finalizing,
+    then completed, failed, expired or cancelled; counts are its request_counts."""
+
+    batch_id: str
+    status: str
+    total: int
+    completed: int
+    failed: int
+    t: float
+    kind: Literal["batch_updated"] = "batch_updated"
+
+
+@dataclass(frozen=True, slots=True)
 class ReducerStarted:
     inputs: tuple[int, ...]  # indexes of the workers whose output the reducer receives
     t: float
@@ -184,6 +210,8 @@ Event = (
     | WorkerStarted
     | ToolCallFinished
     | WorkerFinished
+    | BatchSubmitted
+    | BatchUpdated
     | ReducerStarted
     | ReducerDelta
     | RunFinished

@@ -3,6 +3,9 @@ user price overrides.
 
 Lookup strips a vendor prefix (``moonshot/kimi-k2.5`` finds ``kimi-k2.5``). A model not
 in the table has unknown cost (``None``), never $0, and an unknown context (``None``).
+The Batch API's price is a fraction of the model's (``batch`` per vendor in prices.json:
+0.5 for OpenAI's); a model whose vendor has no known fraction has an unknown batch
+price, like any unknown price.
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ class ModelPrice:
     input: Decimal
     output: Decimal
     cached_input: Decimal | None = None
+    # What the Batch API bills, as a fraction of these prices; None: not known.
+    batch: Decimal | None = None
+
+    def batched(self) -> ModelPrice | None:
+        """The price of the same call through the Batch API, None when not known."""
+        if self.batch is None:
+            return None
+        cached = None if self.cached_input is None else self.cached_input * self.batch
+        return ModelPrice(self.input * self.batch, self.output * self.batch, cached)
 
     def cost(self, usage: Usage) -> Decimal | None:
         if usage.prompt_tokens is None or usage.completion_tokens is None:
@@ -66,6 +78,13 @@ def _rows() -> Mapping[str, Mapping[str, object]]:
 
 
 @cache
+def _batch_shares() -> Mapping[str, Decimal]:
+    """What the Batch API bills per vendor, as a fraction of the model's prices."""
+    text = resources.files("swarmkit").joinpath("data/prices.json").read_text(encoding="utf-8")
+    return {vendor: Decimal(share) for vendor, share in json.loads(text).get("batch", {}).items()}
+
+
+@cache
 def _builtin() -> Mapping[str, ModelPrice]:
     table: dict[str, ModelPrice] = {}
     for model, row in _rows().items():
@@ -74,6 +93,7 @@ def _builtin() -> Mapping[str, ModelPrice]:
             input=Decimal(str(row["input"])),
             output=Decimal(str(row["output"])),
             cached_input=None if cached is None else Decimal(str(cached)),
+            batch=_batch_shares().get(str(row.get("vendor", ""))),
         )
     return table
 
@@ -99,8 +119,13 @@ class PriceTable:
     """Built-in prices plus overrides; immutable, so runs can share one safely."""
 
     def __init__(self, overrides: Mapping[str, ModelPrice] | None = None) -> None:
-        self._prices: dict[str, ModelPrice] = dict(_builtin())
+        builtin = _builtin()
+        self._prices: dict[str, ModelPrice] = dict(builtin)
         for model, price in (overrides or {}).items():
+            known = builtin.get(model.lower())
+            if price.batch is None and known is not None and known.batch is not None:
+                # A new price for a known model keeps its vendor's batch discount.
+                price = ModelPrice(price.input, price.output, price.cached_input, known.batch)
             self._prices[model.lower()] = price
 
     @classmethod
@@ -129,6 +154,25 @@ class PriceTable:
     def cost(self, model: str, usage: Usage) -> Decimal | None:
         price = self.lookup(model)
         return None if price is None else price.cost(usage)
+
+    def batch_lookup(self, model: str) -> ModelPrice | None:
+        """``model``'s price through the Batch API, None when not known."""
+        price = self.lookup(model)
+        return None if price is None else price.batched()
+
+    def batch_cost(self, model: str, usage: Usage) -> Decimal | None:
+        price = self.batch_lookup(model)
+        return None if price is None else price.cost(usage)
+
+    def require_batch(self, model: str) -> ModelPrice:
+        price = self.batch_lookup(model)
+        if price is None:
+            raise ConfigError(
+                f"no Batch API price known for model {model!r}, so a budget cannot be "
+                "enforced in batch mode; drop the budget, or use a model whose vendor's "
+                "batch discount is in the price table (swarmkit/data/prices.json)"
+            )
+        return price
 
     def require(self, model: str) -> ModelPrice:
         price = self.lookup(model)

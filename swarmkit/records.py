@@ -11,6 +11,7 @@ from .schema import Cost, Count, JSONValue, Schema, Seconds
 from .usage import Usage
 
 __all__ = [
+    "BatchRecord",
     "CallRecord",
     "RetryRecord",
     "ToolCallRecord",
@@ -110,6 +111,26 @@ class CallRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallRecord:
         """Checked against the field types; pydantic's ValidationError if it does not fit."""
+        return Schema(cls).validate(data)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One Batch API batch a run submitted (``--batch``): workers ``first``..``last``.
+
+    Saved with the run as soon as it exists, so a resume (even in another process)
+    polls it instead of submitting the workers again.
+    """
+
+    batch_id: str
+    first: Count
+    last: Count
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch_id": self.batch_id, "first": self.first, "last": self.last}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchRecord:
         return Schema(cls).validate(data)
 
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from .errors import ConfigError, RecordError
 from .outputschema import schema_fields
-from .records import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
+from .records import BatchRecord, CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
 from .schema import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .usage import Usage
 
@@ -49,6 +49,8 @@ class RunRecord:
     answer: str | None = None
     error: str | None = None
     duration: Seconds = 0.0
+    # The Batch API batches its workers went to (--batch); older files have none.
+    batches: list[BatchRecord] = field(default_factory=list)
     # The history database this record was read from (set by History.load_run only): where
     # export looks for its cassette. Never read from JSON, so a file cannot name one.
     history_file: Path | None = field(default=None, init=False, repr=False, compare=False)
@@ -135,6 +137,7 @@ class RunRecord:
             "answer": self.answer,
             "error": self.error,
             "duration": self.duration,
+            **({"batches": [b.to_dict() for b in self.batches]} if self.batches else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -258,3 +258,5 @@ class RecordedConfig(TypedDict, total=False):
     prices: list[tuple[str, str, str]]
     tasks: list[str]
     reduce: Flag
+    batch: Flag
+    batch_poll: Number

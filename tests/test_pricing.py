@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from swarmkit.errors import ConfigError
-from swarmkit.pricing import PriceTable
+from swarmkit.pricing import ModelPrice, PriceTable
 from swarmkit.usage import Usage
 
 REQUIRED = (
@@ -57,3 +57,21 @@ def test_bad_override_rows_are_config_errors(row: tuple[str, ...]) -> None:
 def test_require_names_the_model_and_how_to_add_a_price() -> None:
     with pytest.raises(ConfigError, match=r"my-finetune.*%swarm prices"):
         PriceTable().require("my-finetune")
+
+
+def test_batch_prices_are_the_vendors_discount_and_unknown_elsewhere() -> None:
+    table = PriceTable()
+    live, batch = table.lookup("openai/gpt-4.1-mini"), table.batch_lookup("openai/gpt-4.1-mini")
+    assert live is not None and batch is not None
+    assert (batch.input, batch.output, batch.cached_input) == (
+        live.input / 2, live.output / 2, Decimal("0.05"))
+    usage = Usage(prompt_tokens=1000, completion_tokens=500)
+    assert table.batch_cost("gpt-4.1-mini", usage) == table.cost("gpt-4.1-mini", usage) / 2
+    # No known discount (another vendor, or a model not in the table): unknown, not $0.
+    assert table.batch_lookup("claude-sonnet-4.5") is None
+    assert table.batch_cost("mystery-model", usage) is None
+    with pytest.raises(ConfigError, match="no Batch API price known"):
+        table.require_batch("kimi-k2.5")
+    # A new price for an OpenAI model keeps OpenAI's batch discount.
+    overridden = PriceTable.with_overrides([("gpt-4.1-mini", "1", "2")])
+    assert overridden.batch_lookup("gpt-4.1-mini") == ModelPrice(Decimal("0.5"), Decimal("1"))

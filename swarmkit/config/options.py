@@ -189,6 +189,8 @@ OPTIONS: tuple[Option, ...] = (
        no_help="no OpenTelemetry spans, even when a tracer provider is configured"),
     _o("otel_content", "bool", "put prompts and completions (scrubbed) in the spans",
        on="magic config cli", switch="on"),
+    _o("batch", "bool", "send the workers to the Batch API (half price for OpenAI's "
+       "models, results within 24 h); no tools", on="magic config cli", switch="on"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -214,6 +216,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("history_path", "path", "the SQLite history file (default .swarmkit/history.db)",
        "FILE", on="config cli", env="SWARMKIT_HISTORY"),
     _o("history", "bool", "keep the run in the history database", on="config cli"),
+    _o("batch_poll", "number", "seconds between looks at a batch's status (--batch)", "S",
+       on="config cli"),
     # set by swarmkit itself, or from Python only
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",

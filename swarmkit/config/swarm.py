@@ -141,6 +141,10 @@ class SwarmConfig:
     # The most prompt tokens one reducer request may carry; None: the reducer model's
     # context from the model table (less its max_tokens), or a conservative default.
     reducer_max_input_tokens: int | None = None
+    # Batch mode: the workers go to the Batch API (swarmkit.engine.batched), whose status
+    # is looked at every batch_poll seconds; the planner and the reducer run live.
+    batch: bool = False
+    batch_poll: float = 30.0
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]

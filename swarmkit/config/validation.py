@@ -78,6 +78,7 @@ _RANGES = (
     _Range("rpm", "positive", 0, above=True, optional=True),
     _Range("tpm", "positive", 0, above=True, optional=True),
     _Range("rate_window", "positive seconds", 0, above=True),
+    _Range("batch_poll", "positive seconds", 0, above=True),
     _Range("start_jitter", "between 0 and 0.25 seconds", 0, high=0.25, optional=True),
     _Range("reducer_max_input_tokens", "at least 1024", 1024, whole=True, optional=True),
 )

@@ -89,6 +89,9 @@ def _header(state: LiveState) -> str:
     if state.resumed_from:
         lines.append(f"<br>resumed: {state.cached_calls:,} from history "
                      f"(run {_esc(state.resumed_from)})")
+    for batch in state.batches.values():
+        lines.append(f"<br>batch {_esc(batch.batch_id)}: {_esc(batch.status)} · "
+                     f"{batch.completed:,}/{batch.total:,} done · {batch.failed:,} failed")
     if state.error:
         lines.append(f'<br><span style="color:{COLOURS["failed"].css}">error: '
                      f"{_esc(state.error)}</span>")

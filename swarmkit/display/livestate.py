@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..events import (
+    BatchUpdated,
     BudgetUpdated,
     CallFinished,
     CallRetried,
@@ -140,6 +141,8 @@ class LiveState(_Spent):
         self.calls = 0
         self.cached_calls = 0  # served from the history (a resumed run's finished calls)
         self.resumed_from = config.resume
+        # --batch: each batch's last reported status and counts, by batch id.
+        self.batches: dict[str, BatchUpdated] = {}
         self.usage = Usage()  # every finished call's tokens and cost
         self.spent: Decimal = Decimal(0)
         self.reserved: Decimal = Decimal(0)
@@ -230,6 +233,8 @@ class LiveState(_Spent):
                 self.dirty.add("workers")
             case ToolCallFinished():
                 self._tool_finished(event.tool_call)
+            case BatchUpdated():
+                self.batches[event.batch_id] = event
             case WorkerFinished():
                 self._worker_finished(event.worker)
             case ReducerStarted():

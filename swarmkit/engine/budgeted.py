@@ -169,6 +169,34 @@ class BudgetedCalls:
         ), into, outcome.response.model)
         return outcome
 
+    def batched(
+        self,
+        step: str,
+        request: ChatRequest,
+        *,
+        usage: Usage,
+        started: float,
+        error: str | None = None,
+        status: int | None = None,
+        reservation: Reservation | None = None,
+        into: list[CallRecord] | None = None,
+    ) -> CallRecord:
+        """A worker's call answered by a Batch API line (``--batch``): priced at the
+        model's batch price (unknown when that is), settled against its reservation and
+        emitted like any call. A failed line is unbilled."""
+        cost = Decimal(0) if error is not None else self.prices.batch_cost(request.model,
+                                                                            usage)
+        if reservation is not None:
+            if error is None:
+                self.budget.settle(reservation, cost, usage.total_tokens)
+            else:
+                self.budget.release(reservation)
+        record = self._record("worker", step, request, source="live", usage=usage,
+                              cost=cost, started=started, latency=self._now() - started,
+                              attempts=1, error=error, status=status)
+        self._finish(record, into)
+        return record
+
     @staticmethod
     def _record(
         role: Role,

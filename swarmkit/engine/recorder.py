@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 
 from ..events import (
+    BatchSubmitted,
     CallFinished,
     CallRetried,
     Event,
@@ -69,6 +70,8 @@ class RunRecorder:
                 bisect.insort(run.tool_calls, event.tool_call, key=_tool_order)
             case WorkerFinished():
                 bisect.insort(run.workers, event.worker, key=_worker_index)
+            case BatchSubmitted():
+                run.batches.append(event.batch)
             case RunFinished():
                 run.status, run.answer, run.error = event.status, event.answer, event.error
                 run.duration = event.duration

@@ -15,14 +15,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..batchapi import BatchService
 from ..budget import Budget
 from ..config.swarm import ROLES, SwarmConfig
 from ..errors import BudgetExceeded, PlanError, ProviderError, ReplayMiss
 from ..events import Event, PlanReady, RunFinished, RunStarted, Sink
 from ..modelcaller import RunCaller
 from ..pricing import PriceTable
-from ..records import WorkerRecord
+from ..records import BatchRecord, WorkerRecord
 from ..runrecord import RunRecord
+from .batched import check_batch, fan_out_batched
 from .context import StepContext
 from .halt import STOPPED, Halt
 from .planner import make_plan
@@ -64,9 +66,13 @@ class Engine:
         recorded_duration: float | None = None,
         record_type: type[RunRecord] = RunRecord,
         budget: Budget | None = None,
+        batches: BatchService | None = None,
+        adopted: Sequence[BatchRecord] = (),
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
-        by default the engine has its own, from the config's caps."""
+        by default the engine has its own, from the config's caps. With ``batch`` on,
+        the workers go to ``batches`` (a Batch API); ``adopted`` are the batches of the
+        run this one resumes, polled rather than sent again."""
         self.config = config
         self.caller = caller
         self.prices = prices or PriceTable.with_overrides(config.prices)
@@ -76,6 +82,8 @@ class Engine:
         self.sinks: list[Sink] = [self.recorder, *sinks]
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
+        self.batches = batches if config.batch else None
+        self.adopted = tuple(adopted)
         self._clock = clock
         self._t0 = clock()
         # In replay the totals line must show the recorded duration, not the replay's.
@@ -92,6 +100,9 @@ class Engine:
         if config.budget_usd is not None:
             for role in ROLES:
                 self.prices.require(config.role(role).model)
+        if config.batch:
+            check_batch(config, self.prices, has_tools=worker_loop is not None,
+                        has_service=batches is not None)
 
     # -- plumbing shared with the steps (through self.context) ----------------------------
 
@@ -209,8 +220,11 @@ class Engine:
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
         if self.config.reduce:
             hold_for_reducer(self.context, task, plan)
-        slots = asyncio.Semaphore(self.config.concurrency)
         records: dict[int, WorkerRecord] = {}
+        if self.batches is not None:
+            await self._fan_out_batched(task, plan, records)
+            return [records[i] for i in sorted(records)]
+        slots = asyncio.Semaphore(self.config.concurrency)
         try:
             # A worker task cancelled by stop() ends the group normally (TaskGroup does
             # not count a child's own cancellation as an error).
@@ -225,3 +239,18 @@ class Engine:
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
             raise group.exceptions[0] from None
         return [records[i] for i in sorted(records)]
+
+    async def _fan_out_batched(self, task: str, plan: tuple[str, ...],
+                               records: dict[int, WorkerRecord]) -> None:
+        """The workers as Batch API batches (engine.batched), one task that stop() may
+        cancel: then the batches are cancelled at the server and what finished merges."""
+        assert self.batches is not None
+        job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
+                                                  records, adopted=self.adopted))
+        self._worker_tasks = [job]
+        try:
+            await job
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is None or current.cancelling() or self.halt.stop is None:
+                raise  # the run itself was cancelled

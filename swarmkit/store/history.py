@@ -26,7 +26,7 @@ from ..config.swarm import SwarmConfig
 from ..credentials.secrets import find_secret
 from ..engine.recorder import RunRecorder
 from ..errors import CassetteError, RecordError, StoreError
-from ..events import Event, PlanReady, RunFinished
+from ..events import BatchSubmitted, Event, PlanReady, RunFinished
 from ..records import CallRecord, ToolCallRecord
 from ..runrecord import RunRecord
 from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
@@ -265,8 +265,8 @@ _TOOL_CALL: Schema[ToolCallRecord] = Schema(ToolCallRecord)
 
 class HistorySink:
     """Writes each run to the history when its plan is ready (status ``running``: a
-    run whose process dies stays so, and can be resumed) and again when it finishes,
-    whatever its outcome."""
+    run whose process dies stays so, and can be resumed), when it submits a batch (so a
+    resume finds the batch id), and again when it finishes, whatever its outcome."""
 
     def __init__(self, history: History, secrets: Mapping[str, str] | None = None) -> None:
         self.history = history
@@ -277,15 +277,16 @@ class HistorySink:
     def on_event(self, event: Event) -> None:
         self._recorder.on_event(event)
         run = self._recorder.run
-        if isinstance(event, RunFinished | PlanReady) and run is not None:
-            if isinstance(event, PlanReady):
+        if isinstance(event, RunFinished | PlanReady | BatchSubmitted) and run is not None:
+            if not isinstance(event, RunFinished):
                 # Written later on the writer thread while the workers go on adding to
                 # the run: save the run as it is now.
                 run = dataclasses.replace(run, plan=list(run.plan), calls=list(run.calls),
                                           retries=list(run.retries), workers=[],
-                                          tool_calls=[], reduced=[])
+                                          tool_calls=[], reduced=[],
+                                          batches=list(run.batches))
             try:
-                # The plan's save is small, and a resume needs it at once.
+                # The plan's (and a batch's) save is small, and a resume needs it at once.
                 self.history.save_later(run, self.secrets, self._failed,
                                         deferrable=isinstance(event, RunFinished))
             except StoreError as exc:

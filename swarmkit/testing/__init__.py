@@ -12,6 +12,9 @@ What is public (every name in ``__all__``; the README's "Testing your own swarms
   scripted replies (``FakeReply``, ``FakeRequest``, ``ToolCallSpec``, ``default_reply``:
   ``replies``), latency, per-key RPM/TPM limits and injected faults (``Fault``,
   ``FaultRule``: ``faults``). ``python -m swarmkit.testing --port 0`` runs one alone.
+  It serves the Batch API too (``batches``: ``/v1/files``, ``/v1/batches``, each line
+  answered like a live request, a ``Fault`` as an error-file line, ``batch_expire_after=``
+  for expiry, cancel); what it received is in ``server.batches`` (``FakeBatches``).
 - ``swarm_shell()`` (``shell``): a real IPython shell with ``%load_ext swarmkit`` done.
 - ``run_problems(run)`` (``invariants``): every inconsistency in a Run; empty when sound.
 - ``synthetic_events()`` / ``synthetic_run()`` (``synthetic``): a deterministic,

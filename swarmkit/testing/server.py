@@ -5,6 +5,8 @@ tests, asyncio tests and notebooks can all point the real ``openai`` client at
 ``server.base_url``. It records every chat request, answers from a handler (or the
 built-in script), injects faults by rule, and can enforce per-key request/token rates.
 It always stops by itself after ``lifetime`` seconds or ``max_requests`` requests.
+Its Batch API (``/v1/files``, ``/v1/batches``; ``batch_delay``, ``batch_expire_after``) is
+``server.batches``, a :class:`swarmkit.testing.batches.FakeBatches`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from aiohttp import web
 
 from ._limits import RateLimiter
 from ._responses import abort, fault_response, json_error
+from .batches import FakeBatches
 from .faults import Fault, FaultRule
 from .replies import (
     FakeReply,
@@ -68,6 +71,7 @@ class FakeServer:
         port: int = 0,
         models: Iterable[str] = ("fake-model",),
         keep_requests: bool = True,
+        batch_delay: float = 0.05, batch_expire_after: float | None = None,
     ) -> None:
         self.handler = handler
         # A long benchmark sends hundreds of thousands of requests: kept, they grow the
@@ -97,6 +101,8 @@ class FakeServer:
         self._closing = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped = threading.Event()
+        self.batches = FakeBatches(self._reply, lambda: self.latency, delay=batch_delay,
+                                   expire_after=batch_expire_after)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -124,8 +130,7 @@ class FakeServer:
     def running(self) -> bool:
         return self._thread is not None and not self._stopped.is_set()
 
-    def wait_stopped(self, timeout: float | None = None) -> bool:
-        """Block until the server has stopped (by itself or by :meth:`stop`)."""
+    def wait_stopped(self, timeout: float | None = None) -> bool:  # by itself or stop()
         return self._stopped.wait(timeout)
 
     def __enter__(self) -> FakeServer:
@@ -207,10 +212,9 @@ class FakeServer:
         app = web.Application()
         app.router.add_get("/v1/models", self._handle_models)
         app.router.add_post("/v1/chat/completions", self._handle_chat)
-        self._runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, handler_cancellation=True,
-            shutdown_timeout=0.5,
-        )
+        self.batches.routes(app)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                                     handler_cancellation=True, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, _HOST, self.port)
         await site.start()

@@ -1,0 +1,47 @@
+"""``%%swarm --batch`` and ``%swarm resume`` of a batch run whose process died, in a real
+IPython shell against the loopback FakeServer's Batch API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from swarmkit.magics import SwarmMagics
+from swarmkit.result import Run
+from swarmkit.testing import FakeServer
+from tests.support.batches import killed_after_submitting
+
+KEY = ("FAKE_KEY", "sk-test-batch-magic-0000")
+
+
+def test_batch_flag_then_resume_of_a_dead_batch_run(
+    shell: InteractiveShell, magics: SwarmMagics, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(*KEY)
+    history = tmp_path / "history.db"
+    shell.run_line_magic("swarm", f"config batch_poll=0.02 history_path={history}")
+    with FakeServer(plan_tasks=3) as server:
+        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
+                "--quiet --batch")
+        with capture_output() as captured:
+            shell.run_cell_magic("swarm", line, "Name three rivers")
+        run = shell.user_ns["_swarm"]
+        assert isinstance(run, Run) and run.status == "completed"
+        assert run.config["batch"] is True and server.batches.created == 1
+        assert server.count("worker-*") == 0  # no worker asked live
+        assert "Final answer merging 3 results" in captured.outputs[-1].data["text/plain"]
+
+        dead = killed_after_submitting(server.batches, "Name three capes", {
+            "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY[0],
+            "batch": True, "batch_poll": 60, "history_path": str(history)}, KEY)
+        with capture_output() as captured:
+            shell.run_line_magic("swarm", f"resume {dead} --base-url {server.base_url}")
+        resumed = shell.user_ns["_swarm"]
+        assert captured.stdout.startswith(f"%swarm resume: run {dead} (running, 3 sub-tasks)")
+        assert resumed.status == "completed" and resumed.config["resume"] == dead
+        assert server.batches.created == 2  # the first cell's and the dead run's: no third
+        assert resumed.answer == "Final answer merging 3 results"
