@@ -33,6 +33,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmark modules, then swarmkit itself
 
 import extras  # noqa: E402
+import scale  # noqa: E402
 from common import KEY_ENV, child_json, fake_server, new_history  # noqa: E402
 from kernel import kernel_swarm, magic_available  # noqa: E402
 
@@ -145,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="rounds per size (5)")
     parser.add_argument("--no-kernel", action="store_true", help="skip (d) and load_ext")
     parser.add_argument("--no-extras", action="store_true", help="skip the extra reports")
+    parser.add_argument("--scale", action="store_true",
+                        help="only the scale report: N=100,000 at C=500 against plain aiohttp, "
+                        "then (c)/(raw) at N=1,000 and 10,000, C=100 and 500")
+    parser.add_argument("--scale-reduce", action="store_true",
+                        help="with --scale: a reducer in both clients")
     args = parser.parse_args(argv)
     sizes = parse_sizes(args.sizes or ("10x5" if args.quick else "100x20,1000x100"))
     latency = args.latency if args.latency is not None else (0.01 if args.quick else 0.1)
@@ -153,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     print(extras.machine_line())
+    if args.scale:
+        big, ratios = ((200, 50), ((20, 5),)) if args.quick else (scale.BIG, scale.RATIOS)
+        scale.report_scale(latency, args.repeats or (1 if args.quick else 3), big, ratios,
+                           args.scale_reduce)
+        print(f"\n(benchmark took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        return 0
     for n, c in sizes:
         variants = measure_size(n, c, latency, repeats, with_kernel)
         print_size_table(n, c, latency, variants)
