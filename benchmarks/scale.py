@@ -88,7 +88,8 @@ def report_scale(latency: float, repeats: int, big: tuple[int, int] = BIG,
               f"{(s['rss_end_kib'] - s['rss_before_kib']) / 1024:>15.1f}")
     print(f"  ratio (c)/(raw) N={n} C={c}: {swarm['wall'] / raw['wall']:.2f}")
     print(f"  final display (text/plain + text/html): {swarm['display_bytes']:,} bytes, "
-          f"built in {swarm['display_s'] * 1000:.0f} ms")
+          f"built in {swarm['display_s'] * 1000:.0f} ms; then the wait for the run's final "
+          f"save to the history: {swarm['save_s']:.1f} s (in the peak RSS)")
     for size in ratios:
         print(_line(*size, _pair(*size, latency, repeats, reduce)), flush=True)
     print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
