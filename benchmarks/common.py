@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ __all__ = [
     "client_parser",
     "cpu_seconds",
     "fake_server",
+    "given_tasks",
     "import_http_stack",
     "measure_and_print",
     "new_history",
@@ -88,6 +89,11 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def given_tasks(n: int) -> list[str]:
+    """The ``n`` sub-tasks ``--scale`` gives both clients instead of a planner's."""
+    return [f"Summarise row {i} of the table in one sentence." for i in range(1, n + 1)]
+
+
 def import_http_stack() -> None:
     """Import the SDK and what it loads lazily on its first client and request.
 
@@ -114,19 +120,25 @@ def client_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-async def _measure(swarm: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+async def _measure(swarm: Awaitable[dict[str, Any]],
+                   after: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
     rss_before = rss_kib()
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     result = await swarm
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+    rss_end = rss_kib()
+    extra = after() if after is not None else {}  # outside the clock, inside the peak
     return {"wall": wall, "cpu": cpu, "peak_rss_kib": peak_rss_kib(),
-            "rss_before_kib": rss_before, **result}
+            "rss_before_kib": rss_before, "rss_end_kib": rss_end, **result, **extra}
 
 
-def measure_and_print(swarm: Awaitable[dict[str, Any]]) -> int:
+def measure_and_print(swarm: Awaitable[dict[str, Any]],
+                      after: Callable[[], dict[str, Any]] | None = None) -> int:
     """Run ``swarm`` (it returns ``calls``, ``ok`` and any extras) under the meters and
-    print one JSON line: wall and CPU seconds, peak and starting RSS in KiB."""
-    print(json.dumps(asyncio.run(_measure(swarm))), flush=True)
+    print one JSON line: wall and CPU seconds, peak and starting RSS in KiB. ``after``
+    runs once the clock has stopped (its figures join the line; its memory counts in
+    the peak)."""
+    print(json.dumps(asyncio.run(_measure(swarm, after))), flush=True)
     return 0
 
 

@@ -13,7 +13,8 @@ latency per call, then runs, alternating the order every round:
   (d) the same through ``%%swarm`` in a fresh Jupyter kernel, dashboard on.
 
 Then ``compare.py``: a 2-variant ``swarmkit.compare`` against the slower of its two
-single runs at N=100 (``--compare`` runs only that).
+single runs at N=100 (``--compare`` runs only that). ``--scale`` runs only ``scale.py``:
+100,000 given tasks against a plain aiohttp client (``raw_client.py``).
 
 (b), (c) and (d) measure themselves (wall clock, process CPU, peak RSS) around the swarm
 only: imports and kernel start-up are outside the clock. See benchmarks/README.md.
@@ -37,6 +38,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]  # the benchmark modules, then swarmkit it
 
 import compare  # noqa: E402
 import extras  # noqa: E402
+import scale  # noqa: E402
 from common import KEY_ENV, child_json, fake_server, new_history  # noqa: E402
 from kernel import kernel_swarm, magic_available  # noqa: E402
 
@@ -152,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", action="store_true",
                         help="only the compare benchmark (2 variants vs the slower single)")
     parser.add_argument("--no-compare", action="store_true", help="skip the compare benchmark")
+    parser.add_argument("--scale", action="store_true",
+                        help="only the scale report: N=100,000 at C=500 against plain aiohttp, "
+                        "then (c)/(raw) at N=1,000 and 10,000, C=100 and 500")
+    parser.add_argument("--scale-reduce", action="store_true",
+                        help="with --scale: a reducer in both clients")
     args = parser.parse_args(argv)
     sizes = parse_sizes(args.sizes or ("10x5" if args.quick else "100x20,1000x100"))
     latency = args.latency if args.latency is not None else (0.01 if args.quick else 0.1)
@@ -163,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     compare_size = (10, 5) if args.quick else (100, 20)
     if args.compare:
         compare.report(*compare_size, latency, repeats)
+        print(f"\n(benchmark took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        return 0
+    if args.scale:
+        big, ratios = ((200, 50), ((20, 5),)) if args.quick else (scale.BIG, scale.RATIOS)
+        scale.report_scale(latency, args.repeats or (1 if args.quick else 3), big, ratios,
+                           args.scale_reduce)
+        print(f"\n(benchmark took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
         return 0
     for n, c in sizes:
         variants = measure_size(n, c, latency, repeats, with_kernel)

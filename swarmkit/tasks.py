@@ -20,7 +20,7 @@ __all__ = ["MAX_GIVEN_TASKS", "MAX_TASK_CHARS", "given_tasks"]
 
 # One worker per given task: more than this is almost always a mistake (a whole table
 # passed where a sample was meant), and each task is a model call.
-MAX_GIVEN_TASKS = 10_000
+MAX_GIVEN_TASKS = 100_000
 # A sub-task is a prompt, not a document: longer text belongs in a tool or the cell.
 MAX_TASK_CHARS = 100_000
 

@@ -189,6 +189,28 @@ def _legend(note: str) -> Iterable[str]:
                f"{_esc(note)}</text>")
 
 
+def _merged(calls: Iterable[CallRecord], lanes: _Lanes, scale: float
+            ) -> dict[tuple[int, str], list[tuple[float, float]]]:
+    """The calls' (start, end) spans per lane and outcome, those less than a pixel
+    apart merged into one."""
+    by_lane: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    for call in calls:
+        key = (lanes.of_step(call.step), _outcome(call))
+        by_lane.setdefault(key, []).append((call.started, call.started + call.latency))
+    gap = 1.0 / scale
+    merged: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    for key, spans in by_lane.items():
+        spans.sort()
+        out = [spans[0]]
+        for start, end in spans[1:]:
+            if start <= out[-1][1] + gap:
+                out[-1] = (out[-1][0], max(out[-1][1], end))
+            else:
+                out.append((start, end))
+        merged[key] = out
+    return merged
+
+
 def timeline_svg(run: RunRecord) -> str:
     """An inline SVG waterfall of every call, retry and tool call of ``run``."""
     lanes = _Lanes(run)
@@ -257,7 +279,14 @@ def timeline_svg(run: RunRecord) -> str:
                 f'height="{_px(height)}" {_paint(outcome)}>{tip_of(tip)}</rect>')
 
     bar_pad = lane_h * 0.15
-    for call in run.calls:
+    if lanes.group > 1:
+        # Lanes of many workers: one bar per stretch of time a lane is busy with calls of
+        # one outcome, so the SVG grows with the lanes and the plot's width, not with N.
+        for (row, outcome), spans in _merged(run.calls, lanes, scale).items():
+            y = y_of(row) + bar_pad
+            out.extend(bar(start, end - start, y, lane_h - 2 * bar_pad, outcome,
+                           f"{lanes.labels[row]} · {outcome}") for start, end in spans)
+    for call in run.calls if lanes.group == 1 else ():
         outcome = _outcome(call)
         tip = f"{call.step} · {outcome} · {call.attempts} attempt(s) · {_seconds(call.latency)}"
         if call.error:

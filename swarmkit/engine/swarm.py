@@ -30,7 +30,7 @@ from .halt import STOPPED, Halt
 from .planner import make_plan
 from .recorder import RunRecorder
 from .reducer import hold_for_reducer, mapped_only, reduce
-from .worker import WorkerContext, WorkerLoop, run_worker, unexpected
+from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
 __all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id"]
@@ -95,7 +95,7 @@ class Engine:
             config, caller, run_id=self.run_id, emit=self.emit, now=self.now,
             prices=self.prices, budget=self.budget, halt=self.halt,
         )
-        self._worker_tasks: list[asyncio.Task[None]] = []
+        self._worker_tasks: set[asyncio.Task[None]] = set()  # the running ones
         self.phase = "planning"  # then "workers", "reducing", "ended"
         if config.budget_usd is not None:
             for role in ROLES:
@@ -143,7 +143,7 @@ class Engine:
         if self.phase != "workers" or self.halt.stop is not None:
             return
         self.halt.stop = STOPPED
-        for task in self._worker_tasks:
+        for task in list(self._worker_tasks):
             task.cancel()
 
     # -- the run -----------------------------------------------------------------------
@@ -225,19 +225,35 @@ class Engine:
             await self._fan_out_batched(task, plan, records)
             return [records[i] for i in sorted(records)]
         slots = asyncio.Semaphore(self.config.concurrency)
+        # A worker's task is created only when a slot is about to be free: a task waiting
+        # for its slot costs a few KB, so creating all of them up front made memory grow
+        # with N (100,000 workers) rather than with the concurrency.
+        window = asyncio.Semaphore(self.config.concurrency)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._worker_tasks.discard(finished)
+            window.release()
+
         try:
             # A worker task cancelled by stop() ends the group normally (TaskGroup does
             # not count a child's own cancellation as an error).
             async with asyncio.TaskGroup() as group:
-                self._worker_tasks = [
-                    group.create_task(
-                        run_worker(self.context, self.worker_loop, task, index, subtask,
-                                   len(plan), slots, records)
-                    )
-                    for index, subtask in enumerate(plan, start=1)
-                ]
+                for index, subtask in enumerate(plan, start=1):
+                    await window.acquire()
+                    if self.halt.stop is not None:
+                        break
+                    worker = group.create_task(run_worker(
+                        self.context, self.worker_loop, task, index, subtask, len(plan),
+                        slots, records))
+                    self._worker_tasks.add(worker)
+                    worker.add_done_callback(done)
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
             raise group.exceptions[0] from None
+        finally:
+            # Workers the run ended (cancel, stop, a replay miss) before starting.
+            for index, subtask in enumerate(plan, start=1):
+                if index not in records:
+                    never_started(self.context, index, subtask, records)
         return [records[i] for i in sorted(records)]
 
     async def _fan_out_batched(self, task: str, plan: tuple[str, ...],
@@ -247,7 +263,7 @@ class Engine:
         assert self.batches is not None
         job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
                                                   records, adopted=self.adopted))
-        self._worker_tasks = [job]
+        self._worker_tasks = {job}
         try:
             await job
         except asyncio.CancelledError:

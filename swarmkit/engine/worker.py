@@ -27,6 +27,7 @@ __all__ = [
     "WorkerContext",
     "WorkerLoop",
     "WorkerTally",
+    "never_started",
     "run_worker",
     "unexpected",
     "worker_messages",
@@ -182,11 +183,24 @@ async def run_worker(
         log.exception("swarmkit: worker %d raised unexpectedly", index)
         finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
-        reason = context.halt.reason or "cancelled"
-        finish("cancelled", reason=None if reason == "cancelled" else reason)
+        finish("cancelled", reason=_cancel_reason(context))
         raise
     else:
         finish("completed", output=output, data=data)
+
+
+def _cancel_reason(context: StepContext) -> str | None:
+    reason = context.halt.reason or "cancelled"
+    return None if reason == "cancelled" else reason
+
+
+def never_started(context: StepContext, index: int, subtask: str,
+                  records: dict[int, WorkerRecord]) -> None:
+    """Record worker ``index``, whose task the run ended before creating, exactly as a
+    worker cancelled while waiting for its slot is recorded."""
+    record = WorkerTally().record(index, subtask, "cancelled", reason=_cancel_reason(context))
+    records[index] = record
+    context.emit(WorkerFinished(record, t=context.now()))
 
 
 MAX_START_JITTER = 0.25

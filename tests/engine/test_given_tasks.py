@@ -122,7 +122,7 @@ def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
     (pd.DataFrame({"a": [1]}), None, "add task_template"),
     (pd.DataFrame({"a": [1]}), "{b}", "names the column {b}.*its columns are a"),
     (pd.DataFrame({"a": [1]}), "no placeholder", "task_template names no column"),
-    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 10,000 one run takes"),
+    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 100,000 one run takes"),
 ])
 def test_bad_tasks_are_one_line_config_errors(value: Any, template: str | None,
                                               message: str) -> None:
