@@ -145,7 +145,8 @@ def default_reply(request: FakeRequest, *, plan_tasks: int = 4) -> FakeReply:
       ``{"tasks": ["Sub-task 1 of <first 40 chars of the last user message>", ...]}``
       with ``plan_tasks`` tasks.
     - reducer: ``"Final answer merging N results"``, N being the number of lines in the
-      user messages that start with ``"Worker "`` (after leading spaces and ``#``).
+      user messages that start with ``"Worker "`` or, in a tree reduction's final merge,
+      ``"Partial answer "`` (after leading spaces and ``#``).
     - worker (and anything else): ``"Result for: <the last user message>"``.
     """
     text = request.last_user_message
@@ -159,7 +160,7 @@ def default_reply(request: FakeRequest, *, plan_tasks: int = 4) -> FakeReply:
             for message in request.messages
             if message.get("role") == "user"
             for line in message_text(message).splitlines()
-            if line.lstrip(" #").startswith("Worker ")
+            if line.lstrip(" #").startswith(("Worker ", "Partial answer "))
         )
         return FakeReply(content=f"Final answer merging {count} results")
     return FakeReply(content=f"Result for: {text}")
