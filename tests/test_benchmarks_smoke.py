@@ -30,3 +30,14 @@ def test_quick_benchmark_prints_the_ratio_rows() -> None:
         assert report in out, out
     for case in ("reducer prompt only", "worker prompt differs"):
         assert f"ratio compare/slower single ({case}) N=10:" in out, out
+
+
+@pytest.mark.slow  # four fresh processes and a server: a few seconds
+def test_quick_resume_benchmark_serves_every_worker_once() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "resume.py"), "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "(every worker once)" in done.stdout, done.stdout
+    assert "ratio resume / fresh run of the missing:" in done.stdout, done.stdout
