@@ -172,9 +172,11 @@ def fake_server(latency: float, plan_tasks: int, **limits: int) -> Iterator[str]
             proc.wait()
 
 
-def child_json(argv: list[str], timeout: float = 600) -> dict[str, Any]:
-    """Run a measuring child process; returns the JSON object it printed last."""
-    history = new_history()
+def child_json(argv: list[str], timeout: float = 600, history: Path | None = None
+               ) -> dict[str, Any]:
+    """Run a measuring child process; returns the JSON object it printed last. Its run
+    history is ``history``, or a new one."""
+    history = history or new_history()
     done = subprocess.run(
         [sys.executable, *argv], capture_output=True, text=True, env=child_env(history),
         cwd=history.parent, timeout=timeout, check=False,

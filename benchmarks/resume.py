@@ -23,7 +23,6 @@ As a script with ``--client``, it is the measured resume (one JSON line).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sqlite3
@@ -93,17 +92,9 @@ def _killed_halfway(url: str, n: int, c: int, history: Path) -> tuple[str, int]:
 
 
 def _resumed(url: str, c: int, history: Path, run_id: str, timeout: float) -> dict[str, Any]:
-    argv = [sys.executable, str(HERE / "resume.py"), "--client", "--base-url", url,
-            "--concurrency", str(c), "--api-key-env", KEY_ENV, "--run", run_id]
-    done = subprocess.run(argv, capture_output=True, text=True, env=child_env(history),
-                          cwd=history.parent, timeout=timeout, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the resume failed ({done.returncode}): {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    if not result.get("ok"):
-        raise RuntimeError(f"the resume did not complete: {result}")
-    return result
+    return child_json([str(HERE / "resume.py"), "--client", "--base-url", url,
+                       "--concurrency", str(c), "--api-key-env", KEY_ENV, "--run", run_id],
+                      timeout, history)
 
 
 def _fresh(url: str, n: int, c: int, timeout: float) -> dict[str, Any]:
