@@ -59,6 +59,15 @@ def format_tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
+def _batch_note(run: RunRecord) -> str:
+    """`` · by Batch API batch_...``: where a --batch run's workers went (their prices
+    are the batch prices), the batch id being what a provider's console lists."""
+    if not run.batches:
+        return ""
+    ids = [batch.batch_id for batch in run.batches]
+    return " · by Batch API " + (ids[0] if len(ids) == 1 else f"({len(ids)} batches)")
+
+
 class RunTables(Rendered):
     """Renders one RunRecord. ``text()`` is what terminals and nbval's text/plain see."""
 
@@ -126,7 +135,7 @@ class RunTables(Rendered):
             cached_note = f" (resumed: {cached:,} from history, run {run.config['resume']})"
         return (
             f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
-            f" · {len(run.calls)} calls{cached_note} · tokens "
+            f"{_batch_note(run)} · {len(run.calls)} calls{cached_note} · tokens "
             f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
             f" out · cost {format_cost(run.cost_usd)} · {run.duration:.2f}s"
         )

@@ -13,6 +13,7 @@ import pytest
 
 import swarmkit
 from swarmkit.api import create_engine
+from swarmkit.display.tables import RunTables
 from swarmkit.errors import ConfigError
 from swarmkit.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
@@ -66,6 +67,11 @@ def test_every_worker_is_one_batch_line_and_costs_half_the_live_price() -> None:
     assert [e.batch.batch_id for e in submitted] == [batch.batch_id]
     last = updates[-1]
     assert (last.status, last.total, last.completed, last.failed) == ("completed", 3, 3, 0)
+    # The static output says where the workers went; a live run's says nothing of it.
+    assert RunTables(run).totals().startswith(
+        f"run {run.run_id} · completed · 3 workers (3 completed) · by Batch API "
+        f"{batch.batch_id} · 5 calls · ")
+    assert "Batch API" not in RunTables(live).totals()
 
 
 def test_an_error_file_line_fails_its_worker_and_the_reducer_merges_the_rest() -> None:
