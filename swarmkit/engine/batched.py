@@ -44,6 +44,7 @@ from .worker import WorkerTally, worker_messages
 __all__ = ["check_batch", "fan_out_batched"]
 
 log = logging.getLogger("swarmkit")
+_FIRST_LOOK = 1.0  # seconds before the second look at a batch; doubled up to batch_poll
 
 # Why a worker has no line in its ended batch, by the batch's final status.
 _MISSING = {
@@ -192,6 +193,9 @@ class _Batches:
     async def poll(self) -> None:
         failures = 0
         poll = self.context.config.batch_poll
+        # The first looks come sooner (1, 2, 4, ... seconds, up to batch_poll): a small
+        # batch on a self-hosted stack ends in seconds, and a look is one small request.
+        wait = min(poll, _FIRST_LOOK)
         while self.open:
             for batch_id, batch in list(self.open.items()):
                 try:
@@ -213,7 +217,8 @@ class _Batches:
                     if failures >= self.context.config.max_attempts:
                         self.end(batch, BatchState(batch_id, "failed", error=str(exc)), [])
             if self.open:
-                await asyncio.sleep(poll)
+                await asyncio.sleep(wait)
+                wait = min(poll, wait * 2)
 
     def end(self, batch: BatchRecord, state: BatchState, answers: list[BatchAnswer]) -> None:
         del self.open[batch.batch_id]

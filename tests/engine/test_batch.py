@@ -193,3 +193,12 @@ def test_a_batch_run_killed_after_submitting_resumes_in_another_process(
     assert [b.batch_id for b in run.batches] == [b.batch_id for b in dead.batches]
     with History(history) as stored:
         assert stored.load_run(run.run_id).batches == run.batches
+
+
+def test_the_first_looks_at_a_batch_come_before_batch_poll() -> None:
+    # A batch that ends in a fraction of a second (a self-hosted stack) is seen ended at
+    # the look after one second, not after batch_poll's ten minutes.
+    with FakeServer(plan_tasks=2, batch_delay=0.3) as server:
+        run = swarmkit.run_sync("Name two lakes", **options(server, batch_poll=600))
+    assert run.status == "completed" and [w.status for w in run.workers] == ["completed"] * 2
+    assert run.duration < 60
