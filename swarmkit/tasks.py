@@ -10,6 +10,7 @@ without pandas pays nothing. Every wrong input is a one-line ConfigError saying 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,8 +46,27 @@ def _rows(frame: Any, template: str) -> list[str]:
             "task_template names no column; write {column} where each row's value goes, "
             "e.g. \"Review {title}: {body}\""
         )
+    used = placeholders(template)
     records: Iterable[Mapping[str, Any]] = frame.to_dict("records")
-    return [fill(template, {str(k): v for k, v in row.items()}) for row in records]
+    tasks = []
+    for index, row in enumerate(records):
+        values = {str(k): v for k, v in row.items()}
+        # A gap would reach the model as the text "nan" or "None": a prompt nobody meant.
+        gap = next((name for name in used if _missing(values[name])), None)
+        if gap is not None:
+            raise ConfigError(
+                f"tasks row {index} has no value in column {gap} ({_short(values[gap])}); "
+                f"fill the gaps (df.fillna(\"\")) or drop those rows (df.dropna())"
+            )
+        tasks.append(fill(template, values))
+    return tasks
+
+
+def _missing(value: Any) -> bool:
+    """None, NaN, or pandas' NA / NaT (recognised by type, as pandas is not imported)."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _strings(values: Sequence[Any], what: str) -> tuple[str, ...]:

@@ -123,6 +123,13 @@ def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
     (pd.DataFrame({"a": [1]}), "{b}", "names the column {b}.*its columns are a"),
     (pd.DataFrame({"a": [1]}), "no placeholder", "task_template names no column"),
     (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 100,000 one run takes"),
+    # A gap in a column the template reads would reach the model as "nan" or "None".
+    (pd.DataFrame({"a": ["x", None]}), "{a}", "row 1 has no value in column a"),
+    (pd.DataFrame({"a": [1.0, float("nan")]}), "{a}", r"row 1 has no value in column a \(nan\)"),
+    (pd.DataFrame({"a": pd.array(["x", None], dtype="string")}), "{a}",
+     r"row 1 has no value in column a .*df\.fillna"),
+    (pd.DataFrame({"a": pd.to_datetime(["2026-01-01", None])}), "on {a}",
+     "row 1 has no value in column a"),
 ])
 def test_bad_tasks_are_one_line_config_errors(value: Any, template: str | None,
                                               message: str) -> None:
