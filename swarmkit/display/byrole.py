@@ -31,10 +31,9 @@ class RoleSpend:
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal | None = Decimal(0)
-
-    @property
-    def retries(self) -> int:
-        return self.attempts - self.calls
+    # Every attempt past a call's first. Not attempts - calls: a call served from the
+    # cache or a cassette made no attempt at all.
+    retries: int = 0
 
 
 def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
@@ -50,4 +49,5 @@ def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
 
 def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
     usage = sum((call.usage for call in calls), Usage())
-    return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost)
+    return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost,
+                     sum(max(0, c.attempts - 1) for c in calls))

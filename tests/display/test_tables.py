@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 import swarmkit
 from swarmkit.display.tables import RunTables
 from swarmkit.result import Run
+from swarmkit.testing import FakeServer
 from swarmkit.testing.synthetic import synthetic_run
 
 
@@ -314,3 +316,19 @@ def test_a_typed_run_has_one_column_per_schema_field_within_the_row_cut() -> Non
     assert _worker_table(page).count("<tr") == 1 + 28 + 4
     # An untyped run's tables are unchanged by the feature.
     assert run.tables().text() == RunTables(run).text() and "label" not in run.tables().text()
+
+
+def test_a_run_served_from_the_cache_made_no_attempts_and_no_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWARMKIT_TEST_KEY", "sk-test-cache-0000")
+    with FakeServer(plan_tasks=2) as server:
+        options = {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                   "api_key_env": "SWARMKIT_TEST_KEY", "cache": True,
+                   "history_path": str(tmp_path / "history.db")}
+        swarmkit.run_sync("Name two lakes", **options)
+        again = swarmkit.run_sync("Name two lakes", **options)
+    assert all(call.source == "cache" for call in again.calls)
+    rows = again.tables().role_rows()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("planner", 1, 0, 0), ("workers", 2, 0, 0), ("reducer", 1, 0, 0), ("total", 4, 0, 0)]
