@@ -34,7 +34,13 @@ from ..display.tables import RunTables, format_cost, format_tokens
 from ..errors import ConfigError, ExportError
 from ..store.cassette import Cassette
 from ..variants import Variant, variants_of
-from .exporter import CASSETTE_SUFFIX, ExportResult, ReplayNotebook, find_recording
+from .exporter import (
+    CASSETTE_SUFFIX,
+    ExportResult,
+    ReplayNotebook,
+    check_replayable,
+    find_recording,
+)
 from .replaycell import (
     header_text,
     line_safe,
@@ -369,6 +375,8 @@ def export_comparison(
     would be written, or when a file exists and ``overwrite`` is false. A failed export
     leaves no file behind.
     """
+    for run in runs:
+        check_replayable(run)
     names = comparison_cassettes(path, len(runs))
     part = compared(task, variants, runs, cassettes=cassettes, names=names,
                     history_path=history_path)

@@ -53,7 +53,14 @@ if TYPE_CHECKING:
 
     from ..runrecord import RunRecord
 
-__all__ = ["ExportResult", "ReplayNotebook", "export_paths", "export_run", "find_recording"]
+__all__ = [
+    "ExportResult",
+    "ReplayNotebook",
+    "check_replayable",
+    "export_paths",
+    "export_run",
+    "find_recording",
+]
 
 CASSETTE_SUFFIX = ".swarm.json"
 TOOL_TABLE_SOURCE = "print(_swarm.tables().tool_table())"
@@ -343,6 +350,16 @@ def export_paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     return Path(path), Path(path).parent / ReplayNotebook.cassette_name(path)
 
 
+def check_replayable(run: RunRecord) -> None:
+    """Refuse, before any work, a run no cassette can replay."""
+    if run.batches:
+        # A batch's worker calls went through files at the provider, not one call each,
+        # so no cassette holds them and a replay would miss at the first worker.
+        raise ExportError(f"run {run.run_id} sent its workers to the Batch API, whose calls "
+                          "are not in a cassette, so it cannot replay offline; run it "
+                          "without --batch to export it")
+
+
 def export_run(
     run: RunRecord,
     path: str | os.PathLike[str],
@@ -364,6 +381,7 @@ def export_run(
     the notebook or its cassette exists and ``overwrite`` is false. A failed export
     leaves no file behind.
     """
+    check_replayable(run)
     book = ReplayNotebook(env=env, kernel_name=kernel_name, timeout=timeout)
     name = ReplayNotebook.cassette_name(path)
     recording = find_recording(run, cassette, history_path=history_path)

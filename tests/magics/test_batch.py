@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -34,6 +35,11 @@ def test_batch_flag_then_resume_of_a_dead_batch_run(
         assert run.config["batch"] is True and server.batches.created == 1
         assert server.count("worker-*") == 0  # no worker asked live
         assert "Final answer merging 3 results" in captured.outputs[-1].data["text/plain"]
+        # A batch's calls are in no cassette: export says so at once and writes nothing.
+        with pytest.raises(UsageError, match=r"sent its workers to the Batch API, whose calls "
+                           r"are not in a cassette.*run it without --batch to export it"):
+            shell.run_line_magic("swarm", f"export {tmp_path / 'batch.ipynb'}")
+        assert list(tmp_path.glob("batch*")) == []
 
         dead = killed_after_submitting(server.batches, "Name three capes", {
             "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY[0],
