@@ -13,6 +13,7 @@ import json
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.credentials.endpoints import used_endpoint
 from swarmkit.errors import StoreError
 from swarmkit.magics import SwarmMagics
 from swarmkit.result import Run
@@ -59,7 +61,15 @@ def home() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def stranger() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=60) as server:
+    # The process remembers every endpoint it has used, by port; the OS may hand this
+    # server a port an earlier test's server had, which would make it no stranger.
+    with ExitStack() as stack:
+        for _ in range(20):
+            server = stack.enter_context(FakeServer(lifetime=60))
+            if used_endpoint(server.base_url) is None:
+                break
+        else:
+            pytest.fail("every new server's port was one this process had used")
         yield server
 
 
