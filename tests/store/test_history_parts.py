@@ -18,6 +18,7 @@ from swarmkit.records import CallRecord, WorkerRecord
 from swarmkit.runrecord import RunRecord
 from swarmkit.store import Cassette, History, RecordedCall
 from swarmkit.store.history import PART_CHARS
+from swarmkit.store.recent import IN_MEMORY_CALLS, recent_recording, remember_recording
 from swarmkit.store.writer import wait_for_writes
 from swarmkit.usage import Usage
 
@@ -151,3 +152,25 @@ def test_a_key_with_escaped_characters_split_across_parts_is_found() -> None:
         parts = ["x" * 5 + escaped[:cut], escaped[cut:]]
         with pytest.raises(StoreError, match="the password in the worker base_url"):
             list(find_secret_in_chunks(parts, secrets, StoreError))
+
+
+def test_a_large_recording_the_history_keeps_is_read_back_from_it(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    run = large_run("rec111", IN_MEMORY_CALLS + 1)
+    cassette = large_cassette(run)
+    with History(path) as history:
+        history.save(run)
+        history.save_cassette_later(cassette, SECRETS)
+        remember_recording(cassette, path)
+    found = recent_recording("rec111")
+    assert found == cassette and found is not cassette  # read back, not kept
+    small = large_cassette(large_run("rec222", IN_MEMORY_CALLS))
+    remember_recording(small, path)
+    assert recent_recording("rec222") is small  # small enough to keep
+    unsaved = large_cassette(large_run("rec333", IN_MEMORY_CALLS + 1))
+    remember_recording(unsaved, path)  # its save refused or failed: no recording
+    assert recent_recording("rec333") is None
+    remember_recording(unsaved, tmp_path / "gone.db")
+    assert recent_recording("rec333") is None and not (tmp_path / "gone.db").exists()
+    remember_recording(unsaved)  # no history: kept whatever its size
+    assert recent_recording("rec333") is unsaved
