@@ -2,8 +2,8 @@
 
 A record's JSON form is declared once, as a *shape*: a dict whose long lists are
 :class:`Items` (records encoded one at a time). :func:`plain` turns a shape into the dict
-``json.dumps`` takes; :func:`json_pieces` gives the very same text in pieces, so a run
-of 100,000 workers is written without its whole dict tree or its whole text in memory;
+``json.dumps`` takes; :func:`json_pieces` gives the very same text in pieces, so a large run
+is written without its whole dict tree or its whole text in memory;
 :func:`chunks` joins the pieces into texts of a bounded size.
 """
 
