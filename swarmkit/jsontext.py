@@ -43,17 +43,35 @@ def _dumps(value: Any) -> str:
 
 def json_pieces(shape: Mapping[str, Any]) -> Iterator[str]:
     """The text of ``json.dumps(plain(shape), ensure_ascii=False)``, in pieces."""
-    yield "{"
-    for position, (key, value) in enumerate(shape.items()):
-        yield (", " if position else "") + _dumps(key) + ": "
-        if isinstance(value, Items):
-            yield "["
-            for index, record in enumerate(value.records):
-                yield (", " if index else "") + _dumps(record.to_dict())
-            yield "]"
-        else:
-            yield _dumps(value)
-    yield "}"
+    return _pieces(shape)
+
+
+def _pieces(value: Any) -> Iterator[str]:
+    # Objects with text keys and long lists (a config's given tasks) are gone into, so
+    # no one value's text is whole in memory; anything else is encoded as it is.
+    if isinstance(value, Items):
+        yield "["
+        for index, record in enumerate(value.records):
+            yield (", " if index else "") + _dumps(record.to_dict())
+        yield "]"
+    elif isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        yield "{"
+        for position, (key, item) in enumerate(value.items()):
+            yield (", " if position else "") + _dumps(key) + ": "
+            yield from _pieces(item)
+        yield "}"
+    elif isinstance(value, list | tuple) and len(value) > _LONG:
+        yield "["
+        for index, item in enumerate(value):
+            if index:
+                yield ", "
+            yield from _pieces(item)
+        yield "]"
+    else:
+        yield _dumps(value)
+
+
+_LONG = 64  # a list of more items than this is encoded an item at a time
 
 
 def chunks(pieces: Iterable[str], size: int) -> Iterator[str]:

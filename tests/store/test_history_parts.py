@@ -71,6 +71,11 @@ def test_the_parts_are_the_text_of_the_whole() -> None:
     assert "".join(cassette.json_parts()) == cassette.dumps(indent=None)
     empty = RunRecord("r0", "t")
     assert "".join(empty.json_parts()) == empty.to_json(indent=None)
+    given = {"tasks": [f"task {i}: ünïcode \"quoted\"" for i in range(200)], "nested": {
+        "empty": {}, "numbers": {1: "int key"}, "list": [], "tuple": tuple(range(100)),
+        "floats": [0.1, 1e300, -0.0] * 30, "none": None}}
+    configured = RunRecord("r2", "t", config=given)
+    assert "".join(configured.json_parts()) == configured.to_json(indent=None)
     assert list(chunks(iter(()), 10)) == [""]
     assert list(chunks(iter(["ab", "cd", "e"]), 3)) == ["abcd", "e"]
     assert list(chunks(iter(["abc"]), 3)) == ["abc"]
