@@ -7,6 +7,7 @@ The engine, the store, the display and export all work on this value; the user's
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ValidationError
 
 from .errors import ConfigError, RecordError
+from .jsontext import Items, json_pieces, plain
 from .outputschema import schema_fields
 from .records import BatchRecord, CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
 from .schema import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
@@ -119,7 +121,9 @@ class RunRecord:
 
     # -- JSON ------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
+    def shape(self) -> dict[str, Any]:
+        """The JSON form with its long lists as :class:`Items`: ``to_dict`` makes them
+        lists, ``json_parts`` encodes them one record at a time."""
         return {
             "format": RUN_FORMAT,
             "run_id": self.run_id,
@@ -129,19 +133,27 @@ class RunRecord:
             "status": self.status,
             "plan": list(self.plan),
             "plan_raw": self.plan_raw,
-            "workers": [w.to_dict() for w in self.workers],
-            "calls": [c.to_dict() for c in self.calls],
-            "tool_calls": [t.to_dict() for t in self.tool_calls],
-            "retries": [r.to_dict() for r in self.retries],
+            "workers": Items(self.workers),
+            "calls": Items(self.calls),
+            "tool_calls": Items(self.tool_calls),
+            "retries": Items(self.retries),
             "reduced": list(self.reduced),
             "answer": self.answer,
             "error": self.error,
             "duration": self.duration,
-            **({"batches": [b.to_dict() for b in self.batches]} if self.batches else {}),
+            **({"batches": Items(self.batches)} if self.batches else {}),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self.shape())
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def json_parts(self) -> Iterator[str]:
+        """The text of ``to_json(indent=None)`` in pieces, a record at a time: a large run
+        is written without its whole dict tree or text in memory."""
+        return json_pieces(self.shape())
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "Run JSON") -> RunRecord:

@@ -9,13 +9,13 @@ one is found: the last line, not the first.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from urllib.parse import unquote, urlsplit
 
 from ..config.swarm import DEFAULT_KEY_ENV, ROLES, SwarmConfig
 from .scrub import MIN_SECRET_CHARS, remember_secrets
 
-__all__ = ["MIN_SECRET_CHARS", "find_secret", "secret_values"]
+__all__ = ["MIN_SECRET_CHARS", "find_secret", "find_secret_in_chunks", "secret_values"]
 
 
 def secret_values(config: SwarmConfig, env: Mapping[str, str]) -> dict[str, str]:
@@ -50,3 +50,20 @@ def find_secret(text: str, secrets: Mapping[str, str]) -> str | None:
         if value in text or escaped in text:
             return f"${name}" if name.isidentifier() else name
     return None
+
+
+def find_secret_in_chunks(chunks: Iterable[str], secrets: Mapping[str, str],
+                          refuse: Callable[[str], Exception]) -> Iterator[str]:
+    """``chunks`` as they are, each scanned like :func:`find_secret` with the end of the
+    one before (so a value split across two is found too): at the first secret found,
+    raises ``refuse(what)``, before that chunk is given. The caller writes the chunks in
+    one transaction, which the raise rolls back."""
+    overlap = max((max(len(value), len(json.dumps(value, ensure_ascii=False)) - 2)
+                   for value in secrets.values()), default=1) - 1
+    tail = ""
+    for chunk in chunks:
+        leaked = find_secret(tail + chunk, secrets)
+        if leaked is not None:
+            raise refuse(leaked)
+        tail = chunk[-overlap:] if overlap > 0 else ""
+        yield chunk

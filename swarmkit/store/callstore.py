@@ -275,16 +275,18 @@ class CallStore:
     # -- the end of the run ------------------------------------------------------------------
 
     def _keep(self, cassette: Cassette, path: str | None, *, keep: bool) -> None:
-        remember_recording(cassette)
+        history = self._history if keep else None
+        # A large one is read back from the history it goes to, not kept in memory too.
+        remember_recording(cassette, None if history is None else history.path)
         if path:
             try:
                 cassette.save(path, self.secrets)
             except CassetteError as exc:
                 self.error = exc  # raised by aclose: the user asked for this file
                 log.warning("swarmkit: %s", exc)
-        if keep and self._history is not None:
+        if history is not None:
             try:
-                self._history.save_cassette_later(cassette, self.secrets)
+                history.save_cassette_later(cassette, self.secrets)
             except StoreError as exc:
                 log.warning("swarmkit: history not saved: %s", exc)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, NotRequired
@@ -27,6 +27,7 @@ from ..calls import CallSource, ChatResponse
 from ..config.swarm import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
 from ..credentials.secrets import find_secret
 from ..errors import CassetteError
+from ..jsontext import Items, json_pieces, plain
 from ..schema import (
     Cost,
     Count,
@@ -220,17 +221,26 @@ class Cassette:
 
     # -- JSON ----------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
+    def shape(self) -> dict[str, Any]:
+        """The JSON form with the calls and tools as :class:`Items` (see ``to_dict``)."""
         return {
             "swarmkit_cassette": CASSETTE_FORMAT,
             "swarmkit_version": self.swarmkit_version,
             "run": self.run,
-            "calls": [call.to_dict() for call in self.calls],
-            "tools": [tool.to_dict() for tool in self.tools],
+            "calls": Items(self.calls),
+            "tools": Items(self.tools),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self.shape())
 
     def dumps(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
+
+    def json_parts(self) -> Iterator[str]:
+        """The text of ``dumps(indent=None)`` in pieces, a call at a time."""
+        yield from json_pieces(self.shape())
+        yield "\n"
 
     @classmethod
     def loads(cls, text: str | bytes, source: str = "<text>") -> Cassette:

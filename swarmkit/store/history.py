@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,10 +23,11 @@ from pydantic import ValidationError
 
 from ..calls import canonical_json
 from ..config.swarm import SwarmConfig
-from ..credentials.secrets import find_secret
+from ..credentials.secrets import find_secret_in_chunks
 from ..engine.recorder import RunRecorder
 from ..errors import CassetteError, RecordError, StoreError
 from ..events import BatchSubmitted, Event, PlanReady, RunFinished
+from ..jsontext import chunks
 from ..records import CallRecord, ToolCallRecord
 from ..runrecord import RunRecord
 from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
@@ -69,16 +70,35 @@ def _warn(exc: StoreError) -> None:
     log.warning("swarmkit: history not saved: %s", exc)
 
 
+# A run's (or a cassette's) JSON is written in parts of this many characters: part 0 in
+# its row, the rest in json_parts. Only a part and the one before it are in memory.
+PART_CHARS = 1 << 18
+
+
+def _write_parts(conn: sqlite3.Connection, run_id: str, kind: str, pieces: Iterator[str],
+                 secrets: Mapping[str, str], refuse: Callable[[str], StoreError]) -> str:
+    """Write ``pieces`` (a JSON text) as parts 1.. of ``kind`` for ``run_id``, each scanned
+    for secrets; return part 0, for the caller's row. Raises ``refuse(what)`` on a secret,
+    which rolls back the caller's transaction with every part written."""
+    conn.execute("DELETE FROM json_parts WHERE run_id = ? AND kind = ?", (run_id, kind))
+    parts = find_secret_in_chunks(chunks(pieces, PART_CHARS), secrets, refuse)
+    first = next(parts)
+    for seq, text in enumerate(parts, start=1):
+        conn.execute("INSERT INTO json_parts VALUES (?, ?, ?, ?)", (run_id, kind, seq, text))
+    return first
+
+
 def _run_job(run: RunRecord, secrets: Mapping[str, str]) -> Job:
+    def refuse(leaked: str) -> StoreError:
+        return StoreError(
+            f"run {run.run_id} not saved to history: it holds the value of {leaked}; "
+            "keep the key out of prompts and tool results"
+        )
+
     def write(conn: sqlite3.Connection) -> None:
-        run_json = run.to_json(indent=None)
-        leaked = find_secret(run_json, secrets)
-        if leaked is not None:
-            raise StoreError(
-                f"run {run.run_id} not saved to history: it holds the value of {leaked}; "
-                "keep the key out of prompts and tool results"
-            )
-        usage, cost = run.usage, run.cost_usd
+        run_json = _write_parts(conn, run.run_id, "run", run.json_parts(), secrets, refuse)
+        usage = run.usage
+        cost = usage.cost
         conn.execute(
             "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run.run_id, run.task, run.started_at, run.status, run.answer, run.error,
@@ -88,34 +108,36 @@ def _run_job(run: RunRecord, secrets: Mapping[str, str]) -> Job:
         )
         conn.execute("DELETE FROM calls WHERE run_id = ?", (run.run_id,))
         conn.execute("DELETE FROM tool_calls WHERE run_id = ?", (run.run_id,))
-        conn.executemany(
+        conn.executemany(  # rows made one at a time, never a list of them all
             "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(run.run_id, seq, c.step, c.role, c.model, c.source, c.attempts,
+            ((run.run_id, seq, c.step, c.role, c.model, c.source, c.attempts,
               c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.cached_tokens,
               c.usage.reasoning_tokens, c.usage.requests,
               None if c.cost_usd is None else str(c.cost_usd), c.started, c.latency,
               c.fingerprint, c.occurrence, c.error, c.status)
-             for seq, c in enumerate(run.calls)],
+             for seq, c in enumerate(run.calls)),
         )
         conn.executemany(
             "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(run.run_id, seq, t.worker, t.hop, t.call_id, t.tool, t.arguments, t.result,
+            ((run.run_id, seq, t.worker, t.hop, t.call_id, t.tool, t.arguments, t.result,
               t.error, t.started, t.duration, t.source)
-             for seq, t in enumerate(run.tool_calls)],
+             for seq, t in enumerate(run.tool_calls)),
         )
 
     return write
 
 
 def _cassette_job(cassette: Cassette, secrets: Mapping[str, str]) -> Job:
+    def refuse(leaked: str) -> CassetteError:
+        return CassetteError(
+            f"cassette of run {cassette.run_id} not saved to history: it holds the value "
+            f"of {leaked}; keep the key out of prompts and tool results"
+        )
+
     def write(conn: sqlite3.Connection) -> None:
-        text = cassette.dumps(indent=None)  # compact: the file form is for people to read
-        leaked = find_secret(text, secrets)
-        if leaked is not None:
-            raise CassetteError(
-                f"cassette of run {cassette.run_id} not saved to history: it holds the value "
-                f"of {leaked}; keep the key out of prompts and tool results"
-            )
+        # Compact (dumps(indent=None)): the file form is for people to read.
+        text = _write_parts(conn, cassette.run_id, "cassette", cassette.json_parts(),
+                            secrets, refuse)
         conn.execute("INSERT OR REPLACE INTO cassettes VALUES (?, ?, ?)",
                      (cassette.run_id, text, time.time()))
 
@@ -208,7 +230,7 @@ class History:
         if not isinstance(text, str | bytes):
             raise RecordError(f"{source} is garbled: run_json is not text; "
                               f"{self._remedy()}")
-        run = RunRecord.from_json(text, source)
+        run = RunRecord.from_json(self._joined(full, "run", text), source)
         run.history_file = self.path
         return run
 
@@ -240,7 +262,19 @@ class History:
         if not isinstance(text, str | bytes):
             raise CassetteError(f"history {self.path}: the cassette of run {full} is not "
                                 f"text; {self._remedy()}")
-        return Cassette.loads(text, f"history:{full}")
+        return Cassette.loads(self._joined(full, "cassette", text), f"history:{full}")
+
+    def _joined(self, run_id: str, kind: str, first: str | bytes) -> str | bytes:
+        """Part 0 (the row's own column) and the parts after it; a run saved before the
+        parts existed has all its text in part 0."""
+        rows = self.db.query(
+            "SELECT text FROM json_parts WHERE run_id = ? AND kind = ? ORDER BY seq",
+            (run_id, kind),
+        )
+        if not rows:
+            return first
+        head = first.decode() if isinstance(first, bytes) else first
+        return head + "".join(str(row["text"]) for row in rows)
 
     def _checked(self, schema: Schema[_Row], values: dict[str, Any], run_id: str,
                  seq: int | None = None) -> _Row:

@@ -93,8 +93,19 @@ def _m001_initial(conn: sqlite3.Connection) -> None:
     _execute_all(conn, _V1_SCHEMA)
 
 
+def _m002_json_parts(conn: sqlite3.Connection) -> None:
+    """A run's JSON (``runs.run_json``) and a cassette's (``cassettes.cassette``) longer
+    than one part go on here, part 1 onwards: the row's own column holds part 0, so a
+    run saved before holds all of its text there and reads back as it is."""
+    conn.execute(
+        "CREATE TABLE json_parts (run_id TEXT NOT NULL, kind TEXT NOT NULL, "
+        "seq INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, kind, seq))"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_initial", _m001_initial),
+    Migration("m002_json_parts", _m002_json_parts),
 )
 
 

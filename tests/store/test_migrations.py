@@ -98,8 +98,11 @@ def test_a_v1_file_opens_with_its_run_calls_and_cassette_intact(tmp_path: Path) 
     assert meta_version(path) == str(SCHEMA_VERSION) == str(len(MIGRATIONS))
     assert applied(path) == [m.name for m in MIGRATIONS]
     # Recognised as already at 1: nothing re-run, no row or table of 1.x changed (the
-    # cache rows included).
-    assert [line for line in dump(path) if "_migrations" not in line] == before
+    # cache rows included) but the schema version; the later migrations only added tables.
+    after = [line for line in dump(path)
+             if "_migrations" not in line and "json_parts" not in line]
+    assert after == [line.replace("('schema','1')", f"('schema','{SCHEMA_VERSION}')")
+                     for line in before]
 
 
 def test_a_run_from_a_v1_file_loads_as_a_run_with_tables(tmp_path: Path) -> None:
@@ -128,12 +131,15 @@ def test_a_v1_file_is_recognised_as_at_1_without_running_the_first_migration(
     assert applied(path) == applied(tmp_path / "new.db") == ["m001_initial"]
 
 
-def test_a_new_file_gets_exactly_the_v1_schema(tmp_path: Path) -> None:
+def test_a_new_file_gets_exactly_the_v1_schema_and_the_later_tables(tmp_path: Path) -> None:
     Database(tmp_path / "new.db").close()
     v1 = make_v1_file(tmp_path / "v1.db")
-    assert schema_of(tmp_path / "new.db") == schema_of(v1)
-    assert applied(tmp_path / "new.db") == ["m001_initial"]
-    assert meta_version(tmp_path / "new.db") == "1"
+    later = [row for row in schema_of(tmp_path / "new.db") if row[1] not in
+             {name for _, name, _ in schema_of(v1)}]
+    assert [row for row in schema_of(tmp_path / "new.db") if row not in later] == schema_of(v1)
+    assert [name for _, name, _ in later] == ["json_parts", "sqlite_autoindex_json_parts_1"]
+    assert applied(tmp_path / "new.db") == ["m001_initial", "m002_json_parts"]
+    assert meta_version(tmp_path / "new.db") == "2"
 
 
 def test_opening_an_up_to_date_file_again_changes_nothing(tmp_path: Path) -> None:
@@ -158,16 +164,17 @@ def test_an_appended_migration_is_applied_once_and_in_order_to_a_v1_file(
         ran.append("fill")  # needs add_note's column: fails if run out of order
         conn.execute("UPDATE runs SET note = 'kept'")
 
-    extended = (*MIGRATIONS, Migration("m002_test_note", add_note),
-                Migration("m003_test_fill", fill_note))
+    extended = (*MIGRATIONS, Migration("m003_test_note", add_note),
+                Migration("m004_test_fill", fill_note))
     Database(path, migrations=extended).close()
     Database(path, migrations=extended).close()
     assert ran == ["note", "fill"]
-    assert applied(path) == ["m001_initial", "m002_test_note", "m003_test_fill"]
-    assert meta_version(path) == "3"
+    assert applied(path) == ["m001_initial", "m002_json_parts", "m003_test_note",
+                             "m004_test_fill"]
+    assert meta_version(path) == "4"
     assert rows(path, "SELECT run_id, note FROM runs") == [(RUN_ID, "kept")]
-    # This swarmkit knows only m001: the file is now from a newer one.
-    with pytest.raises(StoreError, match=r"written by a newer swarmkit \(schema 3\)"):
+    # This swarmkit knows only m001 and m002: the file is now from a newer one.
+    with pytest.raises(StoreError, match=r"written by a newer swarmkit \(schema 4\)"):
         History(path)
 
 
@@ -182,15 +189,15 @@ def test_a_failing_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
         conn.execute("UPDATE runs SET note = 'half'")
         conn.execute("ALTER TABLE no_such_table ADD COLUMN x TEXT")
 
-    extended = (*MIGRATIONS, Migration("m002_test_note", add_note),
-                Migration("m003_test_broken", broken))
+    extended = (*MIGRATIONS, Migration("m003_test_note", add_note),
+                Migration("m004_test_broken", broken))
     with pytest.raises(StoreError) as caught:
         Database(path, migrations=extended)
     message = str(caught.value)
     assert "\n" not in message
-    assert "migration m003_test_broken failed (no such table: no_such_table)" in message
+    assert "migration m004_test_broken failed (no such table: no_such_table)" in message
     assert "nothing was changed" in message and "History.reset(" in message
-    assert dump(path) == before  # no _migrations table, no note column, no meta change
+    assert dump(path) == before  # no _migrations table, no json_parts, no note, no meta change
     with History(path) as history:  # and the real list still opens it
         assert history.load_run(RUN_ID).answer == ANSWER
 
@@ -209,7 +216,7 @@ def test_a_migration_that_commits_its_transaction_is_refused(tmp_path: Path) -> 
     ("meta", "names", "shown"),
     [
         ("99", None, "schema 99"),
-        ("2", ["m001_initial", "m002_from_the_future"], "schema 2"),
+        ("3", ["m001_initial", "m002_json_parts", "m003_from_the_future"], "schema 3"),
         ("1", ["m001_future_rename"], "unknown migration 'm001_future_rename'"),
     ],
     ids=["meta-version-past-the-list", "more-migrations-than-known", "unknown-name"],
