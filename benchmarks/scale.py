@@ -98,8 +98,9 @@ def report_scale(latency: float, repeats: int, big: tuple[int, int] = BIG,
           f"(c)/(sdk) {swarm['wall'] / sdk['wall']:.2f}   "
           f"(load average {os.getloadavg()[0]:.1f})")
     print(f"  final display (text/plain + text/html): {swarm['display_bytes']:,} bytes, "
-          f"built in {swarm['display_s'] * 1000:.0f} ms ({swarm['display_gc_s'] * 1000:.0f} ms "
-          f"of it in garbage collections); then the wait for the run's final "
+          f"built in {swarm['display_s'] * 1000:.0f} ms ({swarm['display_cpu_s'] * 1000:.0f} ms "
+          f"of CPU on its thread, {swarm['display_gc_s'] * 1000:.0f} ms in garbage "
+          f"collections); then the wait for the run's final "
           f"save to the history: {swarm['save_s']:.1f} s (in the peak RSS)")
     for size in ratios:
         print(_line(*size, _pair(*size, latency, repeats, reduce)), flush=True)
