@@ -145,10 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=100_000)
     parser.add_argument("--concurrency", type=int, default=500)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per call")
-    parser.add_argument("--quick", action="store_true", help="N=200, C=50, 10 ms")
+    parser.add_argument("--quick", action="store_true", help="N=200, C=50, 100 ms")
     args = parser.parse_args(argv)
     if args.quick:
-        args.workers, args.concurrency, args.latency = 200, 50, 0.01
+        # 100 ms a call: four waves, so the kill lands before the last one ends (at 10 ms
+        # the run could finish between two looks at the history)
+        args.workers, args.concurrency, args.latency = 200, 50, 0.1
     report(args.workers, args.concurrency, args.latency)
     return 0
 

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the scale report: N=100,000 at C=500 against plain aiohttp, "
                         "then (c)/(raw) at N=1,000 and 10,000, C=100 and 500")
     parser.add_argument("--scale-reduce", action="store_true",
-                        help="with --scale: a reducer in both clients")
+                        help="with --scale: a reducer in (raw) and (c)")
     args = parser.parse_args(argv)
     sizes = parse_sizes(args.sizes or ("10x5" if args.quick else "100x20,1000x100"))
     latency = args.latency if args.latency is not None else (0.01 if args.quick else 0.1)

@@ -10,6 +10,7 @@ stored (a record's ``cost_usd``) it is written by its owner, so files keep their
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -53,6 +54,32 @@ class Usage:
             requests=self.requests + other.requests,
             cost=_plus(self.cost, other.cost),
         )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """``sum(usages, Usage())``, field by field in the same order, without building a
+        Usage per term: a run's totals are sums over every one of its calls."""
+        prompt: int | None = 0
+        completion: int | None = 0
+        cached: int | None = 0
+        reasoning: int | None = 0
+        requests = 0
+        cost: Decimal | None = Decimal(0)
+        for usage in usages:
+            if prompt is not None:
+                prompt = None if usage.prompt_tokens is None else prompt + usage.prompt_tokens
+            if completion is not None:
+                part = usage.completion_tokens
+                completion = None if part is None else completion + part
+            if cached is not None:
+                cached = None if usage.cached_tokens is None else cached + usage.cached_tokens
+            if reasoning is not None:
+                part = usage.reasoning_tokens
+                reasoning = None if part is None else reasoning + part
+            requests += usage.requests
+            if cost is not None:
+                cost = None if usage.cost is None else cost + usage.cost
+        return cls(prompt, completion, cached, reasoning, requests, cost)
 
     def to_dict(self) -> dict[str, int | None]:
         """The stored form: token counts and requests (a cost is stored by its owner)."""

@@ -41,3 +41,19 @@ def test_quick_resume_benchmark_serves_every_worker_once() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "(every worker once)" in done.stdout, done.stdout
     assert "ratio resume / fresh run of the missing:" in done.stdout, done.stdout
+
+
+@pytest.mark.slow  # nine fresh processes and a FakeServer: 10-30 s on 2 cores
+def test_quick_scale_benchmark_prints_the_sdk_floor_beside_raw() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--scale", "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for client in ("(raw) aiohttp", "(sdk) openai", "(c) swarmkit"):
+        assert client in out, out
+    for n, c in ((200, 50), (20, 5)):
+        row = next(line for line in out.splitlines() if f"ratio (c)/(raw) N={n} C={c}:" in line)
+        assert "(sdk)/(raw)" in row and "(c)/(sdk)" in row, row
+    assert "final display (text/plain + text/html):" in out, out

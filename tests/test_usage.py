@@ -78,3 +78,22 @@ def test_the_repr_is_the_one_tutorials_print() -> None:
     usage = Usage(1, 2, 0, 0, requests=1, cost=Decimal("0.5"))
     assert repr(usage) == ("Usage(prompt_tokens=1, completion_tokens=2, cached_tokens=0, "
                            "reasoning_tokens=0, requests=1)")
+
+
+def test_total_is_the_same_sum_as_adding_one_by_one() -> None:
+    parts = [
+        Usage(10, 5, 0, 0, 1, Decimal("0.0001")),
+        Usage(3, None, 1, 0, 1, Decimal("1") / Decimal("3")),  # 28 digits: order matters
+        Usage(7, 2, None, 4, 2, Decimal("2.50")),
+        Usage(1, 1, 1, 1, 1, None),
+        Usage(2, 2, 2, None, 1, Decimal("0.1")),
+    ]
+    for end in range(len(parts) + 1):
+        added = sum(parts[:end], Usage())
+        total = Usage.total(iter(parts[:end]))
+        assert total == added
+        assert str(total.cost) == str(added.cost)  # the same digits, not only the same value
+    assert Usage.total([]) == Usage()
+    assert Usage.total(parts).completion_tokens is None
+    assert Usage.total(parts).cost is None
+    assert Usage.total(parts[:3]).cost == sum((p.cost for p in parts[:3]), Decimal(0))

@@ -122,7 +122,7 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with every known secret (and ``extra``) and credential form replaced."""
     secrets = known_secrets()
     more = {v.strip() for v in extra if len(v.strip()) >= MIN_SECRET_CHARS}
-    if more:
+    if more and not more <= secrets:  # (usually already known: keep the cached pattern's key)
         secrets |= more
     values = _patterns(secrets)
     if values is not None:
@@ -139,6 +139,8 @@ def scrub_reply(
     content = response.content
     if content is not None:
         content = streamed if streamed is not None else scrub(content, extra)
+    if not calls and content == response.content:
+        return response  # nothing to change (most replies): a frozen value, kept as is
     return replace(response, content=content, tool_calls=calls)
 
 
@@ -147,7 +149,14 @@ def scrub_line(text: str, limit: int) -> str:
     return one_line(scrub(text), limit)
 
 
+# Every credential form holds one of these: one scan of a text without any of them
+# stands for the four below.
+_FORM_WORDS = re.compile(r"(?i)bearer|basic|api|token|://")
+
+
 def _forms(text: str, secrets: frozenset[str]) -> str:
+    if _FORM_WORDS.search(text) is None:
+        return text
     text = _BEARER.sub(lambda m: _shaped(m, 2), text)
     text = _BASIC.sub(lambda m: _basic(m, secrets), text)
     text = _HEADER.sub(lambda m: _shaped(m, 3), text)

@@ -48,6 +48,6 @@ def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
 
 
 def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
-    usage = sum((call.usage for call in calls), Usage())
+    usage = Usage.total(call.usage for call in calls)
     return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost,
                      sum(max(0, c.attempts - 1) for c in calls))

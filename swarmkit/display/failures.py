@@ -57,8 +57,10 @@ def failure_statuses(calls: Iterable[CallRecord]) -> dict[int, int]:
     """Each worker's HTTP status of its last failed call (workers with one only)."""
     statuses: dict[int, int] = {}
     for call in calls:
+        if call.error is None or call.status is None:
+            continue
         index = worker_of_step(call.step)
-        if index is not None and call.error is not None and call.status is not None:
+        if index is not None:
             statuses[index] = call.status
     return statuses
 

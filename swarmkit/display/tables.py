@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..credentials.scrub import one_line
 from ..outputschema import schema_fields
+from ..usage import Usage
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
 from .rendered import Bundle, Rendered
@@ -29,7 +30,6 @@ from .theme import STYLE, row_class
 if TYPE_CHECKING:
     from ..records import ToolCallRecord, WorkerRecord
     from ..runrecord import RunRecord
-    from ..usage import Usage
 
 __all__ = [
     "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "format_cost",
@@ -99,8 +99,8 @@ class RunTables(Rendered):
 
     @cached_property
     def usage(self) -> Usage:
-        """The run's usage, summed once per render (a sum over every call)."""
-        return self.run.usage
+        """The run's usage (``run.usage``), summed once per render: a sum over every call."""
+        return Usage.total(call.usage for call in self.run.calls)
 
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
@@ -137,7 +137,7 @@ class RunTables(Rendered):
             f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
             f"{_batch_note(run)} · {len(run.calls)} calls{cached_note} · tokens "
             f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
-            f" out · cost {format_cost(run.cost_usd)} · {run.duration:.2f}s"
+            f" out · cost {format_cost(usage.cost)} · {run.duration:.2f}s"
         )
 
     def worker_table(self, fmt: str = "simple", shown: Sequence[int] | None = None) -> str:
@@ -299,7 +299,7 @@ class RunTables(Rendered):
             "parameters": run.config,
             "usage": {k: ("unknown" if v is None else str(v))
                       for k, v in self.usage.to_dict().items()},
-            "cost_usd": "unknown" if run.cost_usd is None else str(run.cost_usd),
+            "cost_usd": "unknown" if self.usage.cost is None else str(self.usage.cost),
         }
 
     def mime_bundle(self) -> Bundle:

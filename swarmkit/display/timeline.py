@@ -87,11 +87,12 @@ class _Lanes:
 
     def __init__(self, run: RunRecord) -> None:
         steps = {c.step for c in run.calls} | {r.step for r in run.retries}
+        worker_of = {s: worker_of_step(s) for s in steps}  # each step parsed once
         workers = {w.index for w in run.workers} | {t.worker for t in run.tool_calls}
-        workers |= {i for i in map(worker_of_step, steps) if i is not None}
+        workers |= {i for i in worker_of.values() if i is not None}
         parts = sorted((part, s) for s in steps
                        if (part := reducer_part_of_step(s)) is not None)
-        others = sorted(s for s in steps if worker_of_step(s) is None
+        others = sorted(s for s in steps if worker_of[s] is None
                         and s not in ("planner", "reducer") and reducer_part_of_step(s) is None)
         head = ["planner"] if "planner" in steps else []
         part_lanes = _part_lanes(parts)
@@ -117,13 +118,15 @@ class _Lanes:
             for step in lane_steps.get(label, (label,)):
                 self.row[step] = len(self.labels)
             self.labels.append(label)
+        # Every step's lane, worked out once: the bars look one up per call.
+        self._lane = {step: self.worker_row[index] if index is not None else self.row[step]
+                      for step, index in worker_of.items()}
         # lanes with a mark of their own: a lane without one draws no bar
-        self.busy = {self.of_step(s) for s in steps}
+        self.busy = set(self._lane.values())
         self.busy |= {self.worker_row[t.worker] for t in run.tool_calls}
 
     def of_step(self, step: str) -> int:
-        index = worker_of_step(step)
-        return self.worker_row[index] if index is not None else self.row[step]
+        return self._lane[step]
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -26,6 +26,7 @@ from ..records import BatchRecord, WorkerRecord
 from ..runrecord import RunRecord
 from .batched import check_batch, fan_out_batched
 from .context import StepContext
+from .gcpause import full_collections_deferred
 from .halt import STOPPED, Halt
 from .planner import make_plan
 from .recorder import RunRecorder
@@ -237,16 +238,18 @@ class Engine:
         try:
             # A worker task cancelled by stop() ends the group normally (TaskGroup does
             # not count a child's own cancellation as an error).
-            async with asyncio.TaskGroup() as group:
-                for index, subtask in enumerate(plan, start=1):
-                    await window.acquire()
-                    if self.halt.stop is not None:
-                        break
-                    worker = group.create_task(run_worker(
-                        self.context, self.worker_loop, task, index, subtask, len(plan),
-                        slots, records))
-                    self._worker_tasks.add(worker)
-                    worker.add_done_callback(done)
+            # No full collections meanwhile: they would walk every record kept (gcpause).
+            with full_collections_deferred():
+                async with asyncio.TaskGroup() as group:
+                    for index, subtask in enumerate(plan, start=1):
+                        await window.acquire()
+                        if self.halt.stop is not None:
+                            break
+                        worker = group.create_task(run_worker(
+                            self.context, self.worker_loop, task, index, subtask,
+                            len(plan), slots, records))
+                        self._worker_tasks.add(worker)
+                        worker.add_done_callback(done)
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller
             raise group.exceptions[0] from None
         finally:

@@ -50,7 +50,7 @@ class WorkerTally:
     tool_calls: int = 0
 
     def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
-        usage = sum((call.usage for call in self.calls), Usage())
+        usage = Usage.total(call.usage for call in self.calls)
         started = min((c.started for c in self.calls), default=None)
         ended = max((c.started + c.latency for c in self.calls), default=None)
         return WorkerRecord(

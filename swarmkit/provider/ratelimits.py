@@ -151,8 +151,14 @@ _SHARED = weakref.WeakKeyDictionary()
 
 
 def _windows(base_url: str, key_env: str) -> KeyWindows:
-    table = _SHARED.setdefault(asyncio.get_running_loop(), {})
-    return table.setdefault((base_url, key_env), KeyWindows())
+    loop = asyncio.get_running_loop()
+    table = _SHARED.get(loop)
+    if table is None:
+        table = _SHARED.setdefault(loop, {})
+    windows = table.get((base_url, key_env))
+    if windows is None:
+        windows = table[(base_url, key_env)] = KeyWindows()
+    return windows
 
 
 @dataclass(eq=False)
@@ -310,7 +316,7 @@ class RateLimits:
             key.configure(self.rpm, self.tpm, self.window, self.concurrency)
         turn = next(self._turns)
         # Prefer a key with room now, then the one serving fewest calls, then take turns.
-        best = min(
+        best = 0 if len(names) == 1 else min(
             range(len(names)),
             key=lambda i: (not keys[i].ready(tokens), keys[i].pending, (i - turn) % len(names)),
         )

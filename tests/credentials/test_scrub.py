@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmkit.credentials.scrub import StreamScrubber, remember_secrets, scrub
+from swarmkit.calls import ChatResponse
+from swarmkit.credentials.scrub import StreamScrubber, remember_secrets, scrub, scrub_reply
+from swarmkit.usage import Usage
 
 KEY = "sk-scrub-test-5f0c2a9e71d4b3"
 remember_secrets([KEY])
@@ -25,6 +27,10 @@ BASIC = base64.b64encode(f"team:{KEY}".encode()).decode()
     ('{"api_key": "ab12cd34ef56"}', '{"api_key": "[redacted]"}'),
     ("see http://me:pw@gw.example/v1", "see http://***@gw.example/v1"),
     (f"http://{KEY}@relay/v1", "http://***@relay/v1"),
+    ("AUTHORIZATION: BEARER TOK9F8E7D6C5B4A", "AUTHORIZATION: BEARER [redacted]"),
+    ("access_token=ab12cd34ef56gh", "access_token=[redacted]"),
+    ("Auth-Token: ab12cd34ef56gh", "Auth-Token: [redacted]"),
+    ("X-Goog-Api-Key: 9f8e7d6c5b4a3210", "X-Goog-Api-Key: [redacted]"),
 ])
 def test_credential_forms_are_redacted(text: str, expected: str) -> None:
     assert scrub(text) == expected
@@ -60,3 +66,18 @@ def test_a_stream_split_anywhere_shows_the_whole_text_scrubbed(
     shown.append(scrubber.flush())
     assert "".join(shown) == scrub(text)
     assert all(KEY[j:j + 8] not in "".join(shown) for j in range(len(KEY) - 7))
+
+
+def test_a_value_known_only_to_the_caller_is_redacted_too() -> None:
+    other = "sk-only-this-caller-7a1b2c3d"
+    assert scrub(f"echo {other} and {KEY}", [other, KEY]) == "echo [redacted] and [redacted]"
+    assert scrub(f"echo {other}") == f"echo {other}"  # not remembered process-wide
+
+
+def test_a_reply_with_nothing_to_scrub_is_kept_and_one_with_a_key_is_not() -> None:
+    clean = ChatResponse("Row 1 is about capital cities.", Usage(3, 4, 0, 0, 1))
+    assert scrub_reply(clean) is clean
+    leaky = ChatResponse(f"my key is {KEY}", Usage(3, 4, 0, 0, 1), finish_reason="stop")
+    scrubbed = scrub_reply(leaky)
+    assert scrubbed.content == "my key is [redacted]"
+    assert (scrubbed.usage, scrubbed.finish_reason) == (leaky.usage, "stop")
