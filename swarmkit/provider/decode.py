@@ -11,12 +11,16 @@ import email.utils
 import json
 import math
 import re
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from ..calls import ChatResponse, ToolCallRequest
 from ..usage import Usage
+
+# Longer than any model name or finish reason: a longer text is not worth sharing.
+_LABEL_CHARS = 128
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -42,6 +46,12 @@ def _field(value: Any, name: str) -> Any:
     if isinstance(value, dict):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def _label(value: Any) -> Any:
+    """A model name or finish reason as one shared string: every reply repeats the same
+    few, and a large run keeps every reply: one string each would grow with N."""
+    return sys.intern(value) if isinstance(value, str) and len(value) <= _LABEL_CHARS else value
 
 
 def _text(content: Any) -> str | None:
@@ -83,8 +93,8 @@ def parse_completion(completion: Any) -> ChatResponse | None:
         content=_text(_field(message, "content")),
         usage=parse_usage(_field(completion, "usage")),
         tool_calls=tuple(tool_calls),
-        finish_reason=_field(choice, "finish_reason"),
-        model=_field(completion, "model"),
+        finish_reason=_label(_field(choice, "finish_reason")),
+        model=_label(_field(completion, "model")),
     )
 
 
@@ -146,8 +156,8 @@ class StreamAccumulator:
             content="".join(self._content) if self._content or not tool_calls else None,
             usage=parse_usage(self._usage),
             tool_calls=tool_calls,
-            finish_reason=self.finish_reason,
-            model=self.model,
+            finish_reason=_label(self.finish_reason),
+            model=_label(self.model),
         )
 
 

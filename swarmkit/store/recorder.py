@@ -98,10 +98,13 @@ class CassetteRecorder:
         record = event.call
         # The engine emits CallFinished right after the store returns, with no await in
         # between, so the oldest note for this step and request is this call's.
-        waiting = self._served.get((record.step, record.fingerprint))
+        key = (record.step, record.fingerprint)
+        waiting = self._served.get(key)
         if not waiting:
             return
         served = waiting.pop(0)
+        if not waiting:
+            del self._served[key]  # else a large run keeps an empty list per call
         self._calls.append(RecordedCall(
             step=record.step,
             role=record.role,
