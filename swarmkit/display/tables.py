@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..credentials.scrub import one_line
 from ..outputschema import schema_fields
+from ..records import worker_of_step
 from ..usage import Usage
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
@@ -95,7 +96,18 @@ class RunTables(Rendered):
         return (*self.WORKER_HEADERS, *self.fields)
 
     def _worker_cells(self, worker: WorkerRecord) -> tuple[Any, ...]:
-        return (*_worker_row(worker), *(_data_cell(worker.data, name) for name in self.fields))
+        return (*_worker_row(worker, self._worker_retries.get(worker.index, 0)),
+                *(_data_cell(worker.data, name) for name in self.fields))
+
+    @cached_property
+    def _worker_retries(self) -> dict[int, int]:
+        """Each worker's retries: the attempts past each of its calls' first. Not
+        attempts - calls, which a call served from the cache (no attempt) would offset."""
+        retries: dict[int, int] = {}
+        for call in self.run.calls:
+            if call.attempts > 1 and (index := worker_of_step(call.step)) is not None:
+                retries[index] = retries.get(index, 0) + call.attempts - 1
+        return retries
 
     @cached_property
     def usage(self) -> Usage:
@@ -308,7 +320,7 @@ class RunTables(Rendered):
         return data, {"swarmkit": self.metadata()}
 
 
-def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
+def _worker_row(w: WorkerRecord, retries: int) -> tuple[Any, ...]:
     calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
     return (
         w.index,
@@ -316,7 +328,7 @@ def _worker_row(w: WorkerRecord) -> tuple[Any, ...]:
         w.status_label,
         calls,
         w.attempts,
-        max(0, w.attempts - w.calls),  # every attempt past a call's first was a retry
+        retries,
         format_tokens(w.usage.prompt_tokens),
         format_tokens(w.usage.completion_tokens),
         format_cost(w.cost_usd),

@@ -332,3 +332,19 @@ def test_a_run_served_from_the_cache_made_no_attempts_and_no_retries(
     rows = again.tables().role_rows()
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
         ("planner", 1, 0, 0), ("workers", 2, 0, 0), ("reducer", 1, 0, 0), ("total", 4, 0, 0)]
+
+
+def test_a_worker_mixing_a_cached_call_and_a_retried_one_counts_its_retries() -> None:
+    # worker-2's live call took two attempts; give it a second call served from the cache
+    # (no attempt): attempts - calls would say 0 retries, the call says 1.
+    run = synthetic_run(3, retry_every=2)
+    live = next(c for c in run.calls if c.step == "worker-2")
+    assert live.attempts == 2
+    cached = replace(live, source="cache", attempts=0, started=live.started + live.latency)
+    run.calls = [*run.calls, cached]
+    run.workers = [replace(w, calls=w.calls + 1, cached_calls=1) if w.index == 2 else w
+                   for w in run.workers]
+    rows = run.tables().worker_rows()
+    assert [(row[0], row[3], row[4], row[5]) for row in rows] == [
+        (1, "1", 1, 0), (2, "2 (1 cached)", 2, 1), (3, "1", 1, 0)]
+    assert run.tables().role_rows()[1][3] == 1
