@@ -88,6 +88,12 @@ class CallRecord:
         _priced(self)
 
     @property
+    def retries(self) -> int:
+        """The attempts past the first; a call served from the cache or a cassette made
+        none (so attempts - calls would go negative)."""
+        return max(0, self.attempts - 1)
+
+    @property
     def ok(self) -> bool:
         return self.error is None
 

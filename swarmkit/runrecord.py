@@ -62,7 +62,7 @@ class RunRecord:
     @property
     def usage(self) -> Usage:
         """The sum of every call's usage, cost included."""
-        return sum((call.usage for call in self.calls), Usage())
+        return Usage.total(call.usage for call in self.calls)
 
     @property
     def cost_usd(self) -> Decimal | None:

@@ -31,9 +31,7 @@ class RoleSpend:
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal | None = Decimal(0)
-    # Every attempt past a call's first. Not attempts - calls: a call served from the
-    # cache or a cassette made no attempt at all.
-    retries: int = 0
+    retries: int = 0  # the calls' CallRecord.retries
 
 
 def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
@@ -50,4 +48,4 @@ def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
 def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
     usage = Usage.total(call.usage for call in calls)
     return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost,
-                     sum(max(0, c.attempts - 1) for c in calls))
+                     sum(c.retries for c in calls))

@@ -20,7 +20,6 @@ from .._version import __version__
 from ..credentials.scrub import one_line
 from ..outputschema import schema_fields
 from ..records import worker_of_step
-from ..usage import Usage
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
 from .rendered import Bundle, Rendered
@@ -31,6 +30,7 @@ from .theme import STYLE, row_class
 if TYPE_CHECKING:
     from ..records import ToolCallRecord, WorkerRecord
     from ..runrecord import RunRecord
+    from ..usage import Usage
 
 __all__ = [
     "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "format_cost",
@@ -101,18 +101,18 @@ class RunTables(Rendered):
 
     @cached_property
     def _worker_retries(self) -> dict[int, int]:
-        """Each worker's retries: the attempts past each of its calls' first. Not
-        attempts - calls, which a call served from the cache (no attempt) would offset."""
+        """Each worker's retries, its calls' ``CallRecord.retries`` summed (not attempts -
+        calls, which a call served from the cache, with no attempt, would offset)."""
         retries: dict[int, int] = {}
         for call in self.run.calls:
-            if call.attempts > 1 and (index := worker_of_step(call.step)) is not None:
-                retries[index] = retries.get(index, 0) + call.attempts - 1
+            if call.retries and (index := worker_of_step(call.step)) is not None:
+                retries[index] = retries.get(index, 0) + call.retries
         return retries
 
     @cached_property
     def usage(self) -> Usage:
-        """The run's usage (``run.usage``), summed once per render: a sum over every call."""
-        return Usage.total(call.usage for call in self.run.calls)
+        """The run's usage, summed once per render (``run.usage`` is a sum over every call)."""
+        return self.run.usage
 
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""

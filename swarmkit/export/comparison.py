@@ -63,6 +63,7 @@ __all__ = [
     "compared",
     "comparison_cassettes",
     "comparison_header",
+    "comparison_paths",
     "comparison_source",
     "export_comparison",
 ]
@@ -78,6 +79,12 @@ def comparison_cassettes(notebook: str | os.PathLike[str], count: int) -> tuple[
     """``<notebook>.1.swarm.json`` ... one cassette per variant, beside the notebook."""
     stem = ReplayNotebook.cassette_name(notebook).removesuffix(CASSETTE_SUFFIX)
     return tuple(f"{stem}.{number}{CASSETTE_SUFFIX}" for number in range(1, count + 1))
+
+
+def comparison_paths(notebook: str | os.PathLike[str], count: int) -> tuple[Path, ...]:
+    """The files ``export_comparison`` writes: the notebook and its ``count`` cassettes."""
+    folder = Path(notebook).parent
+    return (Path(notebook), *(folder / name for name in comparison_cassettes(notebook, count)))
 
 
 # -- the cell ------------------------------------------------------------------------------

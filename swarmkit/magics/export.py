@@ -9,14 +9,13 @@ notebook or cassette is kept unless ``--force`` is given.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
 from ..comparison import Comparison
 from ..errors import StoreError, SwarmError
-from ..export.comparison import comparison_cassettes
+from ..export.comparison import comparison_paths
 from ..export.exporter import ExportResult, export_paths, export_run
 from ..export.writer import existing
 from ..result import Run
@@ -57,11 +56,8 @@ def export_command(magics: Session, argv: list[str]) -> ExportResult:
     if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):
         raise UsageError(f"%swarm export: expected {USAGE}, e.g. %swarm export report.ipynb")
     picked = _pick(magics, argv[0] if len(argv) == 2 else None)
-    if isinstance(picked, Comparison):
-        paths = (Path(argv[-1]), *(Path(argv[-1]).parent / name for name in
-                                    comparison_cassettes(argv[-1], len(picked.runs))))
-    else:
-        paths = export_paths(argv[-1])
+    paths = (comparison_paths(argv[-1], len(picked.runs)) if isinstance(picked, Comparison)
+             else export_paths(argv[-1]))
     if not force and (taken := existing(paths)):
         raise UsageError(f"%swarm export: not exporting: {taken}; add --force to replace it")
     history_path = magics.session_config().history_file()
