@@ -17,7 +17,7 @@ from .budget import Budget
 from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine.background import run_blocking
-from .engine.swarm import Engine
+from .engine.swarm import Engine, resumed_task
 from .errors import ConfigError, SwarmError
 from .events import Sink
 from .modelcaller import ModelCaller, RunCaller
@@ -34,8 +34,8 @@ from .telemetry import span_sinks
 from .tools import build_worker_loop
 from .tools.replayed import replay_worker_loop
 
-__all__ = ["LiveCaller", "create_engine", "load_run", "plan_of", "resolve_models",
-           "resumed_config", "run", "run_sync", "stored_batches"]
+__all__ = ["LiveCaller", "check_resumable", "create_engine", "load_run", "plan_of",
+           "resolve_models", "resumed_config", "run", "run_sync", "stored_batches"]
 
 
 class LiveCaller:
@@ -109,13 +109,14 @@ async def create_engine(
     if plan_from is not None:
         config = config.with_options(tasks=await asyncio.to_thread(
             plan_of, plan_from, config.history_file()))
+    stored_task = None
     if resume is not None:
-        config = await asyncio.to_thread(resumed_config, config, resume, task)
+        config, stored_task = await asyncio.to_thread(_resumed, config, resume, task)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
-                      record_type=Run, budget=shared_budget)
+                      record_type=Run, budget=shared_budget, stored_task=stored_task)
     cassette = None
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
@@ -140,7 +141,7 @@ async def create_engine(
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
-                      adopted=adopted, **store.engine_options())
+                      adopted=adopted, stored_task=stored_task, **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
@@ -149,7 +150,7 @@ async def create_engine(
 
 
 async def run(
-    task: str,
+    task: str = "",
     *,
     config: SwarmConfig | None = None,
     sinks: Sequence[Sink] = (),
@@ -163,7 +164,12 @@ async def run(
     identical requests from that database at $0 (off by default from Python; the
     ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
     ``replay="run.swarm.json"`` replays one with no network at all.
+    ``resume=RUN`` continues an earlier run; its task is the stored one (``task`` may be
+    left out, and another task is refused).
     """
+    if not task.strip() and options.get("resume") is None:
+        raise ConfigError("run: the task is empty; give one (or resume=RUN to continue "
+                          "an earlier run)")
     engine = await create_engine(config=config, sinks=sinks, env=env, task=task, **options)
     try:
         return await engine.execute(task)
@@ -175,7 +181,7 @@ async def run(
             raise
 
 
-def run_sync(task: str, **options: Any) -> Run:
+def run_sync(task: str = "", **options: Any) -> Run:
     """``run`` for synchronous code, including inside a running loop (a notebook cell)."""
     return run_blocking(lambda: run(task, **options))
 
@@ -195,6 +201,37 @@ def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None
     return tuple(source.plan)
 
 
+def check_resumable(past: RunRecord, *, notebook: bool = False) -> None:
+    """Refuse a run that a resume cannot continue, in one line that says what to do.
+
+    A dry-run (``planned``) is refused: resuming it would make every worker call and the
+    reducer's, which takes the explicit step ``plan_from`` (``%%swarm --plan-from``).
+    ``notebook`` (``%swarm resume``, which names itself before the message): the fix is
+    told as the magic's flag only, and the message does not start ``resume:``.
+    """
+    where = "" if notebook else "resume: "
+    if past.status == "planned":
+        flag = f"%%swarm --plan-from {past.run_id}"
+        how = flag if notebook else f'run with plan_from="{past.run_id}" (or {flag})'
+        raise ConfigError(f"{where}run {past.run_id} is a dry-run (planned, not run); "
+                          f"to make its calls: {how}")
+    if not past.plan:
+        raise ConfigError(f"{where}run {past.run_id} has no plan (it ended before its "
+                          "planner answered); run it again instead")
+
+
+def _resumed(config: SwarmConfig, source: RunRecord | str, task: str | None
+             ) -> tuple[SwarmConfig, str]:
+    """``resumed_config`` and the stored task (the task the resuming run runs)."""
+    with History(config.history_file()) as history:
+        past = history.load_run(source) if isinstance(source, str) else source
+    if not isinstance(past, RunRecord):
+        raise ConfigError(f"resume takes a Run or a run id, not a {type(past).__name__}")
+    check_resumable(past)
+    stored = resumed_task(past.run_id, past.task, task)
+    return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id), stored
+
+
 def resumed_config(config: SwarmConfig, source: RunRecord | str, task: str | None
                    ) -> SwarmConfig:
     """``config`` continuing the run ``source`` (a Run, or a run id in the history).
@@ -203,18 +240,10 @@ def resumed_config(config: SwarmConfig, source: RunRecord | str, task: str | Non
     it ended: a dead kernel included) are served from the history, where every answer
     is written as it lands; so only the missing calls are made. The options are this
     run's: the same ones make the same requests, and a changed option asks again.
+    Refused, with no call made: a dry-run (``check_resumable``), a run with no plan, and
+    a ``task`` other than the stored one (``None`` or empty means the stored one).
     """
-    with History(config.history_file()) as history:
-        past = history.load_run(source) if isinstance(source, str) else source
-    if not isinstance(past, RunRecord):
-        raise ConfigError(f"resume takes a Run or a run id, not a {type(past).__name__}")
-    if task is not None and task.strip() != past.task.strip():
-        raise ConfigError(f"resume: run {past.run_id} was another task ({past.task[:60]!r}); "
-                          "resume it with the same task, or run this one afresh")
-    if not past.plan:
-        raise ConfigError(f"resume: run {past.run_id} has no plan (it ended before its "
-                          "planner answered); run it again instead")
-    return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id)
+    return _resumed(config, source, task)[0]
 
 
 def stored_batches(config: SwarmConfig) -> tuple[BatchRecord, ...]:

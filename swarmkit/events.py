@@ -190,7 +190,8 @@ class ReducerDelta:
 class RunFinished:
     """The last event of every run, whatever its outcome."""
 
-    status: Literal["completed", "partial", "stopped", "failed", "cancelled"]
+    # "planned": the end of a dry-run (Engine.plan_only), whose plan is all it made.
+    status: Literal["completed", "partial", "stopped", "failed", "cancelled", "planned"]
     answer: str | None
     error: str | None
     duration: float

@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 __all__ = ["RUN_FORMAT", "RunRecord", "RunStatus"]
 
 # "stopped": the fan-out was stopped by the user and the reducer merged what finished.
-RunStatus = Literal["running", "completed", "partial", "stopped", "failed", "cancelled"]
+# "planned": a dry-run (--dry-run): only the planner ran, and nothing else ever will unless
+# asked to (plan_from=); a resume refuses one.
+RunStatus = Literal["running", "completed", "partial", "stopped", "failed", "cancelled",
+                    "planned"]
 RUN_FORMAT = 1
 
 

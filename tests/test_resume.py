@@ -1,9 +1,11 @@
-"""Resume from Python: a ``run_sync`` process killed mid-run (cache off), then
-``run_sync(task, resume=RUN)``, which makes only the calls the dead run had not made
-(counted at the FakeServer)."""
+"""Resume from Python and the terminal: a ``run_sync`` process killed mid-run (cache off),
+then ``run_sync(task, resume=RUN)``, which makes only the calls the dead run had not made
+(counted at the FakeServer); and what a resume refuses with no request at all: another
+task than the run's, and a dry-run (stored ``planned``)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -79,18 +81,147 @@ def test_a_killed_run_sync_resumes_with_only_the_missing_calls(
     assert f"resumed: {from_history} from history, run {run_id}" in str(run)
 
 
-def test_resume_refuses_another_task_and_a_run_with_no_plan(
+def test_resume_with_another_task_refuses_naming_both_and_makes_no_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
     history = tmp_path / "history.db"
     with FakeServer(plan_tasks=2) as server:
         done = swarmkit.run_sync("Two rivers", **options(server, history, workers=2))
-        with pytest.raises(ConfigError, match="was another task"):
+        server.clear()
+        with pytest.raises(ConfigError) as caught:
             swarmkit.run_sync("Two lakes", resume=done.run_id,
                               **options(server, history, workers=2))
-        server.clear()
+        assert server.requests == []
+        assert str(caught.value) == (
+            f'resume: run {done.run_id} was for "Two rivers", not "Two lakes"; resume it '
+            "without a task, or start a new run")
         again = swarmkit.run_sync("Two rivers", resume=done, **options(server, history,
                                                                        workers=2))
         # A finished run resumes to the same answer with no call at all.
         assert server.count() == 0 and again.answer == done.answer
+
+
+def test_resume_without_a_task_runs_the_stored_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
+    history = tmp_path / "history.db"
+    with FakeServer(plan_tasks=2) as server:
+        done = swarmkit.run_sync("Two rivers", **options(server, history, workers=2))
+        server.clear()
+        omitted = swarmkit.run_sync(resume=done.run_id, **options(server, history, workers=2))
+        empty = swarmkit.run_sync("  ", resume=done.run_id, **options(server, history,
+                                                                      workers=2))
+        # Spacing aside the same task: the stored text is run, so its answers match.
+        spaced = swarmkit.run_sync(" Two rivers\n", resume=done.run_id,
+                                   **options(server, history, workers=2))
+        assert server.count() == 0
+        with pytest.raises(ConfigError, match=r"^run: the task is empty; give one \(or "
+                           r"resume=RUN to continue an earlier run\)$"):
+            swarmkit.run_sync(**options(server, history, workers=2))
+    for run in (omitted, empty, spaced):
+        assert run.task == "Two rivers" and run.answer == done.answer
+        assert run.config["resume"] == done.run_id
+
+
+def planned(server: FakeServer, history: Path, task: str) -> str:
+    """A dry-run (the planner alone, as ``%%swarm --dry-run`` runs it); its run id."""
+    from swarmkit.api import create_engine
+
+    async def plan() -> str:
+        engine = await create_engine(**options(server, history, workers=2))
+        try:
+            await engine.plan_only(task)
+        finally:
+            await engine.caller.aclose()
+        return engine.run_id
+
+    return asyncio.run(plan())
+
+
+def test_a_dry_run_is_stored_as_planned_and_resume_refuses_it_with_no_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
+    history = tmp_path / "history.db"
+    with FakeServer(plan_tasks=2) as server:
+        run_id = planned(server, history, "Two rivers")
+        assert server.counts_by_step() == {"planner": 1}
+        with History(history) as stored:
+            [summary] = stored.recent(5)
+            record = stored.load_run(run_id)
+        assert summary.status == record.status == "planned" and len(record.plan) == 2
+        server.clear()
+        for task in ("Two rivers", ""):
+            with pytest.raises(ConfigError) as caught:
+                swarmkit.run_sync(task, resume=run_id[:6], **options(server, history,
+                                                                    workers=2))
+            assert str(caught.value) == (
+                f"resume: run {run_id} is a dry-run (planned, not run); to make its calls: "
+                f'run with plan_from="{run_id}" (or %%swarm --plan-from {run_id})')
+        assert server.requests == []
+        # The explicit step: its plan, and the workers and the reducer, paid now.
+        run = swarmkit.run_sync("Two rivers", plan_from=run_id, **options(server, history,
+                                                                          workers=2))
+    assert run.status == "completed"
+    assert server.counts_by_step() == {"worker-1": 1, "worker-2": 1, "reducer": 1}
+    with History(history) as stored:
+        assert stored.load_run(run_id).status == "planned"
+
+
+# -- the terminal: swarmkit run TASK --resume RUN -------------------------------------------
+
+
+def swarmkit_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, KEY_ENV: "sk-test-resume-0000",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "swarmkit", *args], capture_output=True,
+                          text=True, timeout=120, env=env, check=False)
+
+
+def cli_options(server: FakeServer, history: Path) -> list[str]:
+    return ["--model", "gpt-4.1-mini", "--base-url", server.base_url, "--api-key-env",
+            KEY_ENV, "--workers", "2", "--history-path", str(history)]
+
+
+def test_cli_resume_with_another_task_refuses_naming_both_and_makes_no_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
+    history = tmp_path / "history.db"
+    with FakeServer(plan_tasks=2) as server:
+        done = swarmkit.run_sync("Slow task", **options(server, history, workers=2))
+        server.clear()
+        refused = swarmkit_cli("run", "Other task", "--resume", done.run_id,
+                               *cli_options(server, history))
+        assert server.requests == []
+        same = swarmkit_cli("run", "Slow task", "--resume", done.run_id, "--json",
+                            *cli_options(server, history))
+        assert server.requests == []  # every call was answered: all from the history
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f'swarmkit: ConfigError: resume: run {done.run_id} was for "Slow task", not '
+        '"Other task"; resume it without a task, or start a new run\n')
+    assert same.returncode == 0, same.stderr
+    resumed = swarmkit.Run.from_json(same.stdout)
+    assert resumed.task == "Slow task" and resumed.answer == done.answer
+    with History(history) as stored:  # the refused one left no run behind
+        assert len(stored.recent(10)) == 2
+
+
+def test_cli_resume_of_a_dry_run_refuses_and_makes_no_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
+    history = tmp_path / "history.db"
+    with FakeServer(plan_tasks=2) as server:
+        run_id = planned(server, history, "Slow task")
+        server.clear()
+        refused = swarmkit_cli("run", "Slow task", "--resume", run_id,
+                               *cli_options(server, history))
+        assert server.requests == []
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"swarmkit: ConfigError: resume: run {run_id} is a dry-run (planned, not run); to "
+        f'make its calls: run with plan_from="{run_id}" (or %%swarm --plan-from {run_id})\n')

@@ -18,7 +18,7 @@ from typing import Any
 from ..batchapi import BatchService
 from ..budget import Budget
 from ..config.swarm import ROLES, SwarmConfig
-from ..errors import BudgetExceeded, PlanError, ProviderError, ReplayMiss
+from ..errors import BudgetExceeded, ConfigError, PlanError, ProviderError, ReplayMiss
 from ..events import Event, PlanReady, RunFinished, RunStarted, Sink
 from ..modelcaller import RunCaller
 from ..pricing import PriceTable
@@ -34,7 +34,7 @@ from .reducer import hold_for_reducer, mapped_only, reduce
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
-__all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id"]
+__all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id", "resumed_task"]
 
 log = logging.getLogger("swarmkit")
 
@@ -48,6 +48,24 @@ _CANCEL_MESSAGES = {
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def _quoted(task: str, width: int = 60) -> str:
+    text = " ".join(task.split())
+    return f'"{text if len(text) <= width else text[:width - 1] + "…"}"'
+
+
+def resumed_task(run_id: str, stored: str, given: str | None) -> str:
+    """The task of a run that resumes run ``run_id``, whose task was ``stored``.
+
+    An omitted or empty ``given`` means the stored task, and so does the same text
+    (spacing aside: the stored text is returned, so the requests match the stored
+    answers). Another task is refused: the stored plan and answers belong to the stored
+    task, and a resume under another would mix the two and pay every call again."""
+    if given is None or not given.strip() or given.strip() == stored.strip():
+        return stored
+    raise ConfigError(f"resume: run {run_id} was for {_quoted(stored)}, not {_quoted(given)}; "
+                      "resume it without a task, or start a new run")
 
 
 class Engine:
@@ -69,12 +87,16 @@ class Engine:
         budget: Budget | None = None,
         batches: BatchService | None = None,
         adopted: Sequence[BatchRecord] = (),
+        stored_task: str | None = None,
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
         the workers go to ``batches`` (a Batch API); ``adopted`` are the batches of the
-        run this one resumes, polled rather than sent again."""
+        run this one resumes, polled rather than sent again. ``stored_task`` is the task
+        of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
+        task as that one and refuses another (``resumed_task``)."""
         self.config = config
+        self.stored_task = stored_task
         self.caller = caller
         self.prices = prices or PriceTable.with_overrides(config.prices)
         self.run_id = run_id or new_run_id()
@@ -150,6 +172,8 @@ class Engine:
     # -- the run -----------------------------------------------------------------------
 
     async def execute(self, task: str) -> RunRecord:
+        if self.stored_task is not None:  # refused before the run starts: nothing is sent
+            task = resumed_task(str(self.config.resume), self.stored_task, task)
         self._main = asyncio.current_task()  # type: ignore[assignment]
         timer = None
         if self.config.run_timeout is not None:
@@ -199,9 +223,15 @@ class Engine:
         return self.run
 
     async def plan_only(self, task: str) -> tuple[str, ...]:
-        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls."""
+        """Run only the planner (``--dry-run``); ``self.run`` keeps the planner's calls.
+
+        A plan ends the run ``planned``: so the history holds it as a dry-run, never as
+        a run that died while running, which a resume would pay to finish. (A planner
+        that fails raises, as before, and the run is not kept.)"""
         self.emit(RunStarted(self.run_id, task, self.config.summary(), self.started_at))
-        return await self._plan(task)
+        plan = await self._plan(task)
+        self._finish("planned", None, None)
+        return plan
 
     async def _plan(self, task: str) -> tuple[str, ...]:
         """The planner's plan, or the tasks the user gave (then no planner call at all)."""

@@ -4,7 +4,9 @@ A run's plan is in the history as soon as the planner answers, and every call's 
 as it lands (cache on or off: a ``run_sync`` run too), so a kernel that died, an
 interrupt or a cancel leaves enough to continue. Resuming runs the stored task with the
 stored options and plan; the answered calls are served from the history and only the
-missing ones are made. Without RUN, the most recent run that did not complete.
+missing ones are made. Without RUN, the most recent run that did not complete; a dry-run
+(``planned``) is not one: it is refused, since its calls take the explicit
+``%%swarm --plan-from RUN``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..api import resumed_config
+from ..api import check_resumable, resumed_config
 from ..errors import ConfigError, StoreError
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
@@ -32,6 +34,8 @@ WHERE = "%swarm resume"
 USAGE = "%swarm resume [RUN] [--base-url URL] [--api-key-env VAR] [--out NAME]"
 # How far back a bare ``%swarm resume`` looks for a run that did not complete.
 _LOOK_BACK = 50
+# Not unfinished: a completed run, and a dry-run (planned), which never started its calls.
+_FINISHED = frozenset({"completed", "planned"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,10 +45,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _unfinished(history: History) -> str:
     for summary in history.recent(_LOOK_BACK):
-        if summary.status != "completed":
+        if summary.status not in _FINISHED:
             return summary.run_id
-    raise UsageError(f"{WHERE}: every recent run in {history.path} completed; name the run "
-                     "to continue (see %swarm history)")
+    raise UsageError(f"{WHERE}: every recent run in {history.path} completed (or was a "
+                     "dry-run); name the run to continue (see %swarm history)")
 
 
 def _past(magics: Session, run: str | None) -> RunRecord:
@@ -66,6 +70,7 @@ def resume_command(magics: Session, argv: list[str]) -> None:
         raise UsageError(f"{WHERE}: --out needs a Python variable name, got {args.out!r}")
     past = _past(magics, args.run)
     try:
+        check_resumable(past, notebook=True)  # first: a dry-run's endpoints do not matter
         config = stored_config(past, base_url=args.base_url, api_key_env=args.api_key_env,
                                trusted=magics.session_config())
         # The session's history: where the answers were written, and where this goes.

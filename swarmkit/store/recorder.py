@@ -37,7 +37,8 @@ class CassetteRecorder:
     """A sink that builds the run's :class:`Cassette` and hands it over at RunFinished.
 
     ``on_finished`` runs for every outcome (completed, failed, cancelled), so even an
-    interrupted run leaves a partial recording.
+    interrupted run leaves a partial recording; but not for a dry-run (``planned``): it
+    made only its plan, which holds nothing to replay or export.
     """
 
     def __init__(self, on_finished: Callable[[Cassette], None] | None = None) -> None:
@@ -85,7 +86,7 @@ class CassetteRecorder:
             })
         elif isinstance(event, CallFinished):
             self._finish_call(event)
-        elif isinstance(event, RunFinished) and self._run:
+        elif isinstance(event, RunFinished) and self._run and event.status != "planned":
             self._run.update(status=event.status, duration=event.duration)
             self.cassette = Cassette(
                 run=dict(self._run), calls=tuple(self._calls), tools=tuple(self._tools),
