@@ -290,6 +290,13 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
     return args
 
 
+# Flags of other front ends that a cell has in another form: what to write instead.
+_ELSEWHERE = {
+    # A cell's body is a task, and a resume runs the stored one: a line magic, no body.
+    "--resume": "to continue a run: %swarm resume RUN (it runs the run's own task)",
+}
+
+
 def _unknown_message(unknown: list[str]) -> str:
     """``unknown option --wokers (did you mean --workers?)``: the closest flag by spelling."""
     names = [flag.name for flag in FLAGS]
@@ -297,6 +304,8 @@ def _unknown_message(unknown: list[str]) -> str:
     if not options:
         return f"unexpected value {unknown[0]!r}: every value follows its --option"
     typed = options[0].split("=", 1)[0]
+    if typed in _ELSEWHERE:
+        return f"no option {typed} in a cell; {_ELSEWHERE[typed]}"
     close = difflib.get_close_matches(typed, names, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"unknown option {typed}{hint}"

@@ -59,6 +59,16 @@ def test_a_dry_run_is_stored_as_planned_and_shown_so(
     assert f"run {run_id} · planned · 0 workers" in captured.outputs[0].data["text/plain"]
 
 
+def test_a_dry_run_leaves_no_cassette_to_replay_or_export(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "plan.swarm.json"
+    run_id = dry_run(shell, server, "Name three capitals", f"--record {cassette}")
+    assert not cassette.exists()  # a plan holds nothing a replay could show
+    with History(history_path()) as history:
+        assert history.cassette(run_id) is None
+
+
 def test_resume_of_a_dry_run_refuses_in_one_line_and_makes_no_request(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
@@ -90,7 +100,7 @@ def test_bare_resume_continues_the_unfinished_run_before_a_later_dry_run(
 ) -> None:
     server.add_fault(FaultRule(Fault.status(400), step="worker-2"))
     with capture_output():
-        shell.run_cell_magic("swarm", line_for(server, "--max-attempts 1"),
+        shell.run_cell_magic("swarm", line_for(server),
                              "Name three rivers")
     partial = shell.user_ns["_swarm"]
     assert partial.status == "partial"
@@ -138,7 +148,7 @@ def test_plan_from_a_dry_run_is_the_explicit_step_that_makes_its_calls(
         assert history.load_run(run_id).status == "planned"  # the dry-run stays one
 
 
-def test_resume_flag_on_a_cell_with_another_task_makes_no_request(
+def test_a_resume_flag_on_a_cell_points_at_resume_and_makes_no_request(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
     with capture_output():
@@ -148,5 +158,7 @@ def test_resume_flag_on_a_cell_with_another_task_makes_no_request(
     with pytest.raises(UsageError) as caught:
         shell.run_cell_magic("swarm", line_for(server, f"--resume {done.run_id}"),
                              "Name three lakes")
-    assert "\n" not in str(caught.value) and "--resume" in str(caught.value)
+    assert str(caught.value) == (
+        "%%swarm: no option --resume in a cell; to continue a run: %swarm resume RUN (it "
+        "runs the run's own task); see %%swarm? for the options")
     assert server.requests == []
