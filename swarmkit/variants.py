@@ -9,6 +9,12 @@ against a cap before anything runs. Keys are the public option names (``model``,
 
 What every variant must share is refused as a key: the budget (one budget covers the
 comparison) and where calls are stored or replayed from.
+
+Variants are compared by value, never by label: two whose options are equal (in any
+order, under any spelling of a key) are refused. A label shows each value cut to 24
+characters; an option's values that would read the same are shown from where they
+differ (``reducer_prompt=…into a table``), or numbered (``reducer_prompt#1``) when no
+cut can tell them apart. ``Variant.options`` always holds the whole values.
 """
 
 from __future__ import annotations
@@ -126,13 +132,18 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def value_labels(name: str, values: Sequence[Any]) -> list[str]:
-    """How each of an option's distinct ``values`` is shown in a variant's label.
+    """How each of option ``name``'s distinct ``values`` is shown in a variant's label.
 
-    Each value's text cut to the label's width; where two values would read the same,
-    each is shown from where it differs from the nearest other (``…into a table`` vs
-    ``…into a list``); values whose texts are the same (or still read the same) are
-    numbered, ``#1``, ``#2``, in the order given.
+    Each value's text cut to the label's width (``name=value``); where two values would
+    read the same, each is shown from where it differs from the nearest other
+    (``name=…into a table`` vs ``name=…into a list``); values whose texts are the same (or
+    still read the same) are numbered, ``name#1``, ``name#2``, in the order given.
     """
+    return [name + part for part in _value_parts(values)]
+
+
+def _value_parts(values: Sequence[Any]) -> list[str]:
+    """``=text`` per value, or ``#n`` each (see :func:`value_labels`)."""
     texts = [_text(value) for value in values]
     cut = [_cut(text) for text in texts]
     shown = list(cut)
@@ -143,8 +154,8 @@ def value_labels(name: str, values: Sequence[Any]) -> list[str]:
         # A value that another merely extends differs by its end: show its last words.
         shown[i] = _from_difference(text, min(at, len(text) - 1)) if text else text
     if len(set(shown)) == len(shown):
-        return [f"{name}={text}" for text in shown]
-    return [f"{name}#{number}" for number in range(1, len(values) + 1)]
+        return [f"={text}" for text in shown]
+    return [f"#{number}" for number in range(1, len(values) + 1)]
 
 
 def _labelled(options: Sequence[tuple[tuple[str, Any], ...]]) -> tuple[Variant, ...]:
@@ -175,9 +186,9 @@ def _labelled(options: Sequence[tuple[tuple[str, Any], ...]]) -> tuple[Variant, 
 def variant_grid(
     axes: Sequence[tuple[str, Sequence[Any], Sequence[str], str]],
 ) -> tuple[Variant, ...]:
-    """The grid of ``axes``: (option name, values, how each value is shown, the key as the
-    user wrote it, which labels the variant). Two combinations equal by value (two
-    ``@names`` holding one value) are refused."""
+    """The grid of ``axes``: (option name, values, how each value is shown after the key
+    (``=text`` or ``#n``), the key as the user wrote it, which labels the variant). Two
+    combinations equal by value (two ``@names`` holding one value) are refused."""
     names = [name for name, _, _, _ in axes]
     if len(set(names)) != len(names):
         repeated = next(n for n in names if names.count(n) > 1)
@@ -187,7 +198,7 @@ def variant_grid(
     for combo in itertools.product(*(range(len(values)) for _, values, _, _ in axes)):
         picked = list(zip(axes, combo, strict=True))
         options = tuple((name, values[j]) for (name, values, _, _), j in picked)
-        label = " · ".join(f"{key}={shown[j]}" for (_, _, shown, key), j in picked)
+        label = " · ".join(f"{key}{shown[j]}" for (_, _, shown, key), j in picked)
         grid.append(Variant(options, label))
     _check_distinct([v.options for v in grid], [v.label for v in grid])
     return tuple(grid)
@@ -223,7 +234,9 @@ def parse_compare(texts: Sequence[str], namespace: Mapping[str, Any]) -> tuple[V
         if len(set(raw)) != len(raw):
             raise ConfigError(f"--compare {text}: a value is listed twice")
         values = [_value(key, value, namespace) for value in raw]
-        axes.append((_option_name(key), values, raw, key))
+        # As written (``@brief``), cut and told apart as Python variants' values are.
+        shown = _value_parts(raw)
+        axes.append((_option_name(key), values, shown, key))
     return variant_grid(axes)
 
 

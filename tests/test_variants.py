@@ -125,3 +125,11 @@ def test_values_without_a_plain_equality_are_compared_by_identity() -> None:
     with pytest.raises(ConfigError, match="two variants are the same"):
         variants_of([{"tasks": a}, {"tasks": a}])
     assert len(variants_of([{"tasks": _Refusing()}, {"tasks": _Refusing()}])) == 2
+
+
+def test_long_values_written_on_the_line_are_labelled_where_they_differ() -> None:
+    variants = parse_compare([f"reducer_prompt={TABLE},{LIST}", "model=a,b"], {})
+    assert [v.label for v in variants] == [
+        "reducer_prompt=…into a table · model=a", "reducer_prompt=…into a table · model=b",
+        "reducer_prompt=…into a list · model=a", "reducer_prompt=…into a list · model=b"]
+    assert variants[2].as_dict() == {"reducer_prompt": LIST, "model": "a"}
