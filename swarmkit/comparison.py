@@ -2,9 +2,9 @@
 
 Each variant is an ordinary :class:`~swarmkit.result.Run` (its own tables, history entry
 and cassette); the comparison adds the side-by-side view (answers, status, tokens, cost,
-latency, workers by status and plans, with the differences from the first variant
-marked), one row per variant as a table or a DataFrame, and an export that replays all
-of it offline (``swarmkit.export.comparison``).
+wall time, the p50 / p95 latency of the live model calls, workers by status and plans,
+with the differences from the first variant marked), one row per variant as a table or a
+DataFrame, and an export that replays all of it offline (``swarmkit.export.comparison``).
 """
 
 from __future__ import annotations
@@ -61,11 +61,16 @@ class Comparison:
         return ComparisonView(self.labels, self.runs)
 
     def table(self) -> ComparisonTable:
-        """One row per variant: status, workers, tokens, cost, latency, the answer."""
+        """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
+        p95 (of the calls made live: ``swarmkit.display.compared.live_latencies``), and an
+        excerpt of the answer."""
         return ComparisonTable(self.labels, self.runs)
 
     def to_dataframe(self) -> pandas.DataFrame:
-        """One row per variant (needs pandas), the variant's options as columns too."""
+        """One row per variant (needs pandas), the variant's options as columns too.
+
+        ``duration_s`` is the wall time; ``latency_p50_s`` / ``latency_p95_s`` are over
+        the ``live_calls`` calls made live (None when there were none)."""
         try:
             import pandas
         except ImportError:

@@ -9,6 +9,12 @@ against a cap before anything runs. Keys are the public option names (``model``,
 
 What every variant must share is refused as a key: the budget (one budget covers the
 comparison) and where calls are stored or replayed from.
+
+Variants are compared by value, never by label: two whose options are equal (in any
+order, under any spelling of a key) are refused. A label shows each value cut to 24
+characters; an option's values that would read the same are shown from where they
+differ (``reducer_prompt=…into a table``), or numbered (``reducer_prompt#1``) when no
+cut can tell them apart. ``Variant.options`` always holds the whole values.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ from typing import Any
 from .config.options import OPTIONS, option_named
 from .errors import ConfigError
 
-__all__ = ["MAX_VARIANTS", "Variant", "check_count", "parse_compare", "variant_grid",
-           "variants_of"]
+__all__ = ["MAX_VARIANTS", "Variant", "check_count", "parse_compare", "value_labels",
+           "variant_grid", "variants_of"]
 
 # Variants run concurrently and each is a whole swarm: more than this is refused unless
 # the user raises the cap (--max-variants, max_variants=).
@@ -64,17 +70,125 @@ def _option_name(key: str) -> str:
     return name
 
 
-def _shown(value: Any) -> str:
+def _text(value: Any) -> str:
+    """A value as one line of text: a string as it is, a class or function by its name."""
     text = value if isinstance(value, str) else getattr(value, "__name__", None) or repr(value)
-    text = " ".join(str(text).split())
+    return " ".join(str(text).split())
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two option values are equal. Values whose ``==`` is not a plain bool (a
+    DataFrame's is elementwise) are equal when ``equals`` says so, else when identical."""
+    if a is b:
+        return True
+    try:
+        equal = a == b
+        if isinstance(equal, bool):
+            return equal
+        same = getattr(a, "equals", None)
+        return bool(same(b)) if callable(same) else False
+    except Exception:  # a value's own comparison failed: only identity is sure
+        return False
+
+
+def _same_options(a: Sequence[tuple[str, Any]], b: Sequence[tuple[str, Any]]) -> bool:
+    first, second = dict(a), dict(b)
+    return first.keys() == second.keys() and all(_same(v, second[k]) for k, v in first.items())
+
+
+def _check_distinct(options: Sequence[Sequence[tuple[str, Any]]], labels: Sequence[str]) -> None:
+    """Refuse two variants whose options are equal by value (whatever their labels say)."""
+    for j, mine in enumerate(options):
+        for i in range(j):
+            if _same_options(options[i], mine):
+                shown = labels[i] if labels[i] == labels[j] else f"{labels[i]} and {labels[j]}"
+                raise ConfigError(f"two variants are the same (variants {i + 1} and {j + 1}: "
+                                  f"{shown}); each must differ, so change or drop one")
+
+
+def _from_difference(text: str, at: int) -> str:
+    """``…into a table``: ``text`` from a few words before index ``at``, where it
+    differs from another value, cut to the label's width."""
+    start = text.rfind(" ", 0, at) + 1  # the word holding the difference
+    while start > 0:
+        before = text.rfind(" ", 0, start - 1) + 1
+        if at - before > _LABEL_CHARS // 2:
+            break
+        start = before
+    return ("…" if start else "") + _cut(text[start:])
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def value_labels(name: str, values: Sequence[Any]) -> list[str]:
+    """How each of option ``name``'s distinct ``values`` is shown in a variant's label.
+
+    Each value's text cut to the label's width (``name=value``); where two values would
+    read the same, each is shown from where it differs from the nearest other
+    (``name=…into a table`` vs ``name=…into a list``); values whose texts are the same (or
+    still read the same) are numbered, ``name#1``, ``name#2``, in the order given.
+    """
+    return [name + part for part in _value_parts(values)]
+
+
+def _value_parts(values: Sequence[Any]) -> list[str]:
+    """``=text`` per value, or ``#n`` each (see :func:`value_labels`)."""
+    texts = [_text(value) for value in values]
+    cut = [_cut(text) for text in texts]
+    shown = list(cut)
+    for i, text in enumerate(texts):
+        if cut.count(cut[i]) == 1:
+            continue
+        at = max(_common_prefix(text, other) for j, other in enumerate(texts) if j != i)
+        # A value that another merely extends differs by its end: show its last words.
+        shown[i] = _from_difference(text, min(at, len(text) - 1)) if text else text
+    if len(set(shown)) == len(shown):
+        return [f"={text}" for text in shown]
+    return [f"#{number}" for number in range(1, len(values) + 1)]
+
+
+def _labelled(options: Sequence[tuple[tuple[str, Any], ...]]) -> tuple[Variant, ...]:
+    """Variants of ``options`` (checked distinct), each labelled by its values, the
+    labels unique: an option's values that would read the same show where they differ."""
+    distinct: dict[str, list[Any]] = {}
+    for variant in options:
+        for name, value in variant:
+            found = distinct.setdefault(name, [])
+            if not any(_same(value, seen) for seen in found):
+                found.append(value)
+    parts = {name: value_labels(name, values) for name, values in distinct.items()}
+
+    def part(name: str, value: Any) -> str:
+        index = next(i for i, seen in enumerate(distinct[name]) if _same(value, seen))
+        return parts[name][index]
+
+    labels = [" · ".join(part(name, value) for name, value in variant) or "(common)"
+              for variant in options]
+    _check_distinct(options, labels)
+    # Different options that still spell the same label (a value holding " · "): numbered.
+    labels = [f"{label} (#{i + 1})" if labels.count(label) > 1 else label
+              for i, label in enumerate(labels)]
+    return tuple(Variant(variant, label) for variant, label in
+                 zip(options, labels, strict=True))
 
 
 def variant_grid(
     axes: Sequence[tuple[str, Sequence[Any], Sequence[str], str]],
 ) -> tuple[Variant, ...]:
-    """The grid of ``axes``: (option name, values, how each value is shown, the key as the
-    user wrote it, which labels the variant)."""
+    """The grid of ``axes``: (option name, values, how each value is shown after the key
+    (``=text`` or ``#n``), the key as the user wrote it, which labels the variant). Two
+    combinations equal by value (two ``@names`` holding one value) are refused."""
     names = [name for name, _, _, _ in axes]
     if len(set(names)) != len(names):
         repeated = next(n for n in names if names.count(n) > 1)
@@ -84,13 +198,18 @@ def variant_grid(
     for combo in itertools.product(*(range(len(values)) for _, values, _, _ in axes)):
         picked = list(zip(axes, combo, strict=True))
         options = tuple((name, values[j]) for (name, values, _, _), j in picked)
-        label = " · ".join(f"{key}={shown[j]}" for (_, _, shown, key), j in picked)
+        label = " · ".join(f"{key}{shown[j]}" for (_, _, shown, key), j in picked)
         grid.append(Variant(options, label))
+    _check_distinct([v.options for v in grid], [v.label for v in grid])
     return tuple(grid)
 
 
 def variants_of(specs: Sequence[Mapping[str, Any]]) -> tuple[Variant, ...]:
-    """Variants from Python: ``[{"model": "a"}, {"model": "b", "temperature": 0}]``."""
+    """Variants from Python: ``[{"model": "a"}, {"model": "b", "temperature": 0}]``.
+
+    Two variants are the same when their options are equal by value (in any order);
+    that is refused. Labels name each variant's values (see :func:`value_labels`).
+    """
     if isinstance(specs, Mapping) or not specs:
         raise ConfigError("variants takes a list of option dicts, e.g. "
                           "[{'model': 'a'}, {'model': 'b'}]")
@@ -98,14 +217,8 @@ def variants_of(specs: Sequence[Mapping[str, Any]]) -> tuple[Variant, ...]:
     for spec in specs:
         if not isinstance(spec, Mapping):
             raise ConfigError(f"each variant is a dict of options, not {type(spec).__name__}")
-        options = tuple((_option_name(str(key)), value) for key, value in spec.items())
-        label = " · ".join(f"{name}={_shown(value)}" for name, value in options) or "(common)"
-        found.append(Variant(options, label))
-    labels = [v.label for v in found]
-    if len(set(labels)) != len(labels):
-        repeated = next(label for label in labels if labels.count(label) > 1)
-        raise ConfigError(f"two variants are the same ({repeated}); each must differ")
-    return tuple(found)
+        found.append(tuple((_option_name(str(key)), value) for key, value in spec.items()))
+    return _labelled(found)
 
 
 def parse_compare(texts: Sequence[str], namespace: Mapping[str, Any]) -> tuple[Variant, ...]:
@@ -121,7 +234,9 @@ def parse_compare(texts: Sequence[str], namespace: Mapping[str, Any]) -> tuple[V
         if len(set(raw)) != len(raw):
             raise ConfigError(f"--compare {text}: a value is listed twice")
         values = [_value(key, value, namespace) for value in raw]
-        axes.append((_option_name(key), values, raw, key))
+        # As written (``@brief``), cut and told apart as Python variants' values are.
+        shown = _value_parts(raw)
+        axes.append((_option_name(key), values, shown, key))
     return variant_grid(axes)
 
 

@@ -112,6 +112,24 @@ def test_a_failed_variant_does_not_fail_the_others() -> None:
     assert [w.status for w in failed.workers] == ["completed", "completed"]  # the workers are kept
 
 
+def test_two_reducer_prompts_sharing_their_first_words_run_and_read_apart() -> None:
+    table, listed = "Merge the findings into a table", "Merge the findings into a list"
+    with FakeServer(plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise", variants=[{"worker_model": "gpt-4.1", "reducer_prompt": table},
+                                   {"worker_model": "gpt-4.1", "reducer_prompt": listed}],
+            **options(server))
+        counts = server.counts_by_step()
+    assert counts["reducer"] == 2 and counts["planner"] == 1
+    assert comparison.labels == ("worker_model=gpt-4.1 · reducer_prompt=…into a table",
+                                 "worker_model=gpt-4.1 · reducer_prompt=…into a list")
+    assert comparison["worker_model=gpt-4.1 · reducer_prompt=…into a list"] \
+        is comparison.runs[1]
+    reducer_prompts = [run.config["reducer_prompt"] for run in comparison.runs]
+    assert reducer_prompts == [table, listed]
+    assert "answer of worker_model=gpt-4.1 · reducer_prompt=…into a list" in str(comparison)
+
+
 @pytest.mark.parametrize(("variants", "extra", "says"), [
     ([{"model": "a"}], {}, "at least two variants"),
     ([{"model": str(i)} for i in range(9)], {}, "over the cap of 8"),

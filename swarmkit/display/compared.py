@@ -2,6 +2,12 @@
 
 ``comparison_rows`` is the comparison as plain rows (one per variant), the one source of
 ``ComparisonTable`` (``Comparison.table()``) and of ``Comparison.to_dataframe()``.
+Each variant's figures include its wall time (the run's duration; in a replay, the
+recorded one) and the latency of its model calls, p50 and p95 by nearest rank over the
+calls it made live that answered (:func:`live_latencies`). Calls served from the cache or
+from another variant's identical call took no model time of their own, so they are left
+out; a variant with no live call shows ``—``. A replay counts the calls its recording
+made live, with their recorded latencies, so it shows the same figures.
 ``ComparisonView`` is the static output of ``--compare``: per variant its figures, its
 plan and its answer, in columns side by side, with what differs from the first variant
 (the baseline) marked: plan items added or removed, and the answer's words
@@ -13,6 +19,7 @@ function of the runs, escaped, and cut to a bound with a note naming where the w
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +37,8 @@ from .worddiff import list_diff, marked_html, marked_text, word_diff
 if TYPE_CHECKING:
     from ..runrecord import RunRecord
 
-__all__ = ["ComparisonTable", "ComparisonView", "comparison_rows", "workers_by_status"]
+__all__ = ["LATENCY_NOTE", "ComparisonTable", "ComparisonView", "comparison_rows",
+           "live_latencies", "percentile", "workers_by_status"]
 
 # Each answer is shown (and diffed) up to this many characters; the rest is named.
 MAX_ANSWER_CHARS = 6_000
@@ -39,6 +47,8 @@ _TASK_WIDTH = 160
 _FAILURE_WIDTH = 220
 _FAILURES_SHOWN = 3
 _COLUMN_MIN = "14em"
+LATENCY_NOTE = ("p50 / p95: latency of the variant's model calls made live; calls served "
+                "from the cache or shared with another variant are not counted (— when none)")
 
 _CSS = (
     "<style>"
@@ -71,13 +81,33 @@ def _count(run: RunRecord, status: str) -> int:
     return sum(1 for worker in run.workers if worker.status == status)
 
 
+def live_latencies(run: RunRecord) -> list[float]:
+    """The latencies of ``run``'s model calls that were made live and answered, sorted.
+
+    A replayed call (``replay``) was live when recorded and keeps its recorded latency; a
+    call served from the cache, or from another variant's call, is ``cache``: not counted.
+    A failed call is not counted either: its time is retries and backoff, not an answer.
+    """
+    return sorted(c.latency for c in run.calls if c.source != "cache" and c.error is None)
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The ``p``-th percentile of sorted ``values`` by nearest rank; None when empty."""
+    if not values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(values)))
+    return values[rank - 1]
+
+
 def comparison_rows(labels: Sequence[str], runs: Sequence[RunRecord]) -> list[dict[str, object]]:
     """One row per variant: its label, status, answer, tokens, cost (a ``Decimal``, None
-    when unknown), duration, workers by status and plan."""
+    when unknown), wall time (``duration_s``), the p50 / p95 latency of its live calls
+    (None without one) and how many there were, workers by status and plan."""
     _check(labels, runs)
     rows: list[dict[str, object]] = []
     for label, run in zip(labels, runs, strict=True):
         usage = run.usage
+        latencies = live_latencies(run)
         rows.append({
             "variant": label,
             "status": run.status,
@@ -86,6 +116,9 @@ def comparison_rows(labels: Sequence[str], runs: Sequence[RunRecord]) -> list[di
             "completion_tokens": usage.completion_tokens,
             "cost_usd": usage.cost,
             "duration_s": run.duration,
+            "latency_p50_s": percentile(latencies, 50),
+            "latency_p95_s": percentile(latencies, 95),
+            "live_calls": len(latencies),
             "workers": len(run.workers),
             "workers_ok": _count(run, "completed"),
             "workers_failed": _count(run, "failed"),
@@ -107,18 +140,26 @@ def workers_by_status(row: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _seconds(value: object) -> str:
+    return "—" if value is None else f"{value:.2f}s"
+
+
 def _figures(row: dict[str, Any]) -> tuple[str, ...]:
-    """Status, workers, tokens in, tokens out, cost, latency: as every table shows them."""
+    """Status, workers, tokens in, tokens out, cost, wall time, latency p50 and p95: as
+    every table shows them."""
     return (str(row["status"]), workers_by_status(row), format_tokens(row["prompt_tokens"]),
             format_tokens(row["completion_tokens"]), format_cost(row["cost_usd"]),
-            f"{row['duration_s']:.2f}s")
+            _seconds(row["duration_s"]), _seconds(row["latency_p50_s"]),
+            _seconds(row["latency_p95_s"]))
 
 
-_FIGURE_HEADERS = ("status", "workers", "tokens in", "tokens out", "cost", "latency")
+_FIGURE_HEADERS = ("status", "workers", "tokens in", "tokens out", "cost", "wall time",
+                   "p50", "p95")
 
 
 class ComparisonTable(Rendered):
-    """One row per variant: its figures and an excerpt of its answer."""
+    """One row per variant: its figures and an excerpt of its answer. ``p50`` / ``p95``
+    are the latencies of its live calls (``LATENCY_NOTE``)."""
 
     HEADERS = ("variant", *_FIGURE_HEADERS, "answer")
 
@@ -233,7 +274,8 @@ class ComparisonView(Rendered):
         parts = [self._title(), ""]
         table = [(label, *_figures(row)) for label, row in zip(self.labels, self.rows,
                                                                  strict=True)]
-        parts += [render_table(table, ("variant", *_FIGURE_HEADERS), "simple"), ""]
+        parts += [render_table(table, ("variant", *_FIGURE_HEADERS), "simple"),
+                  LATENCY_NOTE, ""]
         if self.same_plan:
             parts += self._plan_text(0, f"same plan for every variant "
                                         f"({len(self.runs[0].plan)} sub-tasks)"
@@ -291,16 +333,21 @@ class ComparisonView(Rendered):
         cells += [self._answer_html(i) for i in range(n)]
         body = "".join(cells)
         return (f'<div class="swarmkit swarmkit-compare">{STYLE}{_CSS}'
-                f"<p><b>{_esc(self._title())}</b></p>"
+                f"<p><b>{_esc(self._title())}</b><br>"
+                f'<span class="sk-note">{_esc(LATENCY_NOTE)}</span></p>'
                 f'<div class="sk-scroll"><div class="sk-cmp" '
                 f'style="grid-template-columns:{columns}">{body}</div></div></div>')
 
     def _head_html(self, i: int) -> str:
-        status, workers, tokens_in, tokens_out, cost, latency = _figures(self.rows[i])
+        row = self.rows[i]
+        status, workers, tokens_in, tokens_out, cost, wall, p50, p95 = _figures(row)
+        live = row["live_calls"]
+        latency = (f"latency p50 {p50} / p95 {p95} ({live} live call{'s' if live != 1 else ''})"
+                   if live else "latency — (no live call)")
         return (f'<div class="sk-cmp-head"><b>{_esc(self._name(i))}</b><br>'
                 f'<span class="sk-st-{_esc(status)}">{_esc(status)}</span> · '
                 f"workers {_esc(workers)}<br>tokens {tokens_in} in / {tokens_out} out · "
-                f"cost {cost} · {latency}</div>")
+                f"cost {cost}<br>wall time {wall} · {latency}</div>")
 
     def _plan_html(self, i: int, summary: str, *, opened: bool) -> str:
         rows, note = self._shown_plan(i)

@@ -22,7 +22,8 @@ __all__ = ["NUMERIC", "Markup", "clipped", "html_table", "render_table"]
 
 # Columns (by header) that hold numbers: right-aligned.
 NUMERIC = frozenset({"worker", "calls", "attempts", "retries", "tokens in", "tokens out",
-                     "cost", "latency", "tools", "hop", "duration", "time"})
+                     "cost", "latency", "tools", "hop", "duration", "time",
+                     "wall time", "p50", "p95"})
 # Columns whose text is clipped on one line, with the whole text on hover.
 _CLIPPED = {"task": "sk-task", "why": "sk-why"}
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.options import option_named
-from ..display.compared import ComparisonView
+from ..display.compared import ComparisonView, live_latencies, percentile
 from ..display.tables import RunTables, format_cost, format_tokens
 from ..errors import ConfigError, ExportError
 from ..store.cassette import Cassette
@@ -323,7 +323,8 @@ def comparison_header(
     note: str = "",
     shared_calls: int = 0,
 ) -> str:
-    """Task, variants, date, each variant's totals, and how to replay or run it live."""
+    """Task, variants, date, each variant's totals (wall time and the latency of its
+    live calls included), and how to replay or run it live."""
     runs = [recording.run for recording in part.recordings]
     configs = [recording.config for recording in part.recordings]
     started = min(run.started_at for run in runs).replace("T", " ")
@@ -333,16 +334,19 @@ def comparison_header(
             ("recorded", f"{md_text(started)} (runs {ids})"),
             ("shared calls", f"{shared_calls} model calls made once for several variants")]
     table = ["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]]
-    per = ["| variant | models | outcome | calls | tokens in / out | cost | duration |",
-           "|---|---|---|---|---|---|---|"]
+    per = ["| variant | models | outcome | calls | tokens in / out | cost | wall time "
+           "| latency p50 / p95 |", "|---|---|---|---|---|---|---|---|"]
     for variant, run, config in zip(part.variants, runs, configs, strict=True):
         counts = ", ".join(f"{n} {md_text(s)}" for s, n in sorted(run.status_counts().items()))
+        latencies = live_latencies(run)
+        latency = ("—" if not latencies else f"{percentile(latencies, 50):.2f}s / "
+                   f"{percentile(latencies, 95):.2f}s ({len(latencies)} live)")
         per.append(
             f"| {md_text(variant.label)} | {models_text(config)} | {md_text(run.status)}; "
             f"{len(run.workers)} workers ({counts or 'none'}) | {len(run.calls)} | "
             f"{format_tokens(run.usage.prompt_tokens)} / "
             f"{format_tokens(run.usage.completion_tokens)} | {format_cost(run.cost_usd)} | "
-            f"{run.duration:.2f}s |")
+            f"{run.duration:.2f}s | {latency} |")
     steps = list(dict.fromkeys(s for run, config in zip(runs, configs, strict=True)
                                for s in live_steps(run, config)))
     live = ["delete the `replay=[...]` argument and run the cell", *steps]

@@ -2,7 +2,10 @@
 
 Prints ``READY <base_url>`` on one line once it listens, then serves until its standard
 input closes (unless ``--ignore-stdin``), it gets SIGTERM or SIGINT, or ``--lifetime``
-runs out. Benchmarks and kernel tests start it as a subprocess with ``stdin=PIPE``.
+runs out (or ``--max-requests`` are served). Benchmarks and kernel tests start it as a
+subprocess with ``stdin=PIPE``, so it stops with its parent; a script that runs it in the
+background with no stdin (``< /dev/null``, ``&``) passes ``--ignore-stdin``. Unless it was
+signalled, it says on stderr, in one line, why it stopped.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 
@@ -27,14 +31,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--plan-tasks", type=int, default=4, help="tasks the planner returns")
-    parser.add_argument("--lifetime", type=float, default=900.0, help="stop after seconds")
+    parser.add_argument("--lifetime", type=float, default=900.0,
+                        help="stop after this many seconds (default 900), whatever else")
     parser.add_argument("--max-requests", type=int, default=100_000, help="stop after N")
     parser.add_argument("--rpm-limit", type=int, default=None, help="429 past N requests/min")
     parser.add_argument("--tpm-limit", type=int, default=None, help="429 past N tokens/min")
     parser.add_argument("--window", type=float, default=60.0,
                         help="seconds the rpm/tpm limits count over (a 'minute')")
     parser.add_argument(
-        "--ignore-stdin", action="store_true", help="do not stop when stdin closes"
+        "--ignore-stdin", action="store_true",
+        help="keep serving when stdin closes (for scripts that run it in the background); "
+             "it still stops on SIGTERM/SIGINT or after --lifetime",
     )
     parser.add_argument(
         "--no-keep-requests", dest="keep_requests", action="store_false",
@@ -50,24 +57,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    started = time.monotonic()  # before the server's own lifetime clock starts
     server = FakeServer(
         latency=args.latency, plan_tasks=args.plan_tasks, lifetime=args.lifetime,
         max_requests=args.max_requests, port=args.port, rpm_limit=args.rpm_limit,
         tpm_limit=args.tpm_limit, window=args.window, keep_requests=args.keep_requests,
     ).start()
     print(f"READY {server.base_url}", flush=True)
+    why: list[str] = []  # set before done, by the thread that saw the reason
 
     if not args.ignore_stdin:
         def watch_stdin() -> None:
             for _ in sys.stdin:
                 pass
+            why.append("stdin closed: stopping (use --ignore-stdin to keep serving)")
             done.set()
 
         threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
     # Short waits keep the main thread responsive to signals.
     while not done.wait(0.2) and server.running:
         pass
+    if not done.is_set():  # the server stopped by itself
+        why.append(f"--lifetime of {args.lifetime:g}s ran out: stopping"
+                   if time.monotonic() - started >= args.lifetime else
+                   f"served --max-requests ({args.max_requests}): stopping")
     server.stop()
+    if why:
+        print(why[0], file=sys.stderr, flush=True)
     return 0
 
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 import swarmkit
 from swarmkit.display.compared import (
+    LATENCY_NOTE,
     MAX_ANSWER_CHARS,
     ComparisonTable,
     ComparisonView,
     comparison_rows,
+    live_latencies,
+    percentile,
 )
 from swarmkit.display.tables import format_cost, format_tokens
 from swarmkit.display.worddiff import marked_text, word_diff
@@ -139,7 +143,8 @@ def test_the_table_and_the_rows_are_one_source() -> None:
     table = ComparisonTable(["x", "y"], runs)
     text = table.text()
     assert text.splitlines()[0].split() == ["variant", "status", "workers", "tokens", "in",
-                                            "tokens", "out", "cost", "latency", "answer"]
+                                            "tokens", "out", "cost", "wall", "time", "p50",
+                                            "p95", "answer"]
     assert "unknown" in text.splitlines()[-1] and "3 ok" in text
     page = table.html()
     assert "<th>variant</th>" in page and "## Answer - **Qdrant**" in page
@@ -168,3 +173,88 @@ def test_a_variant_whose_planner_failed_has_no_plan_to_mark(server: FakeServer) 
     assert "plan of unplanned: none" in text and "removed vs the baseline" not in text
     assert text.split("answer of unplanned\n", 1)[1].startswith("no answer: failed: ")
     assert "del" not in view.html().split("plan: 0 sub-tasks", 1)[1].split("answer", 1)[0]
+
+
+# -- wall time and latency ------------------------------------------------------------------
+
+
+def test_latency_percentiles_are_by_nearest_rank() -> None:
+    assert percentile([], 50) is None
+    assert percentile([0.5], 50) == percentile([0.5], 95) == 0.5
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 95) == 4.0
+    assert percentile([float(n) for n in range(1, 21)], 95) == 19.0
+
+
+def _two_reducers(server: FakeServer) -> swarmkit.Comparison:
+    server.plan_tasks = 3
+    return swarmkit.compare_sync(
+        "Pick a vector database", model="gpt-4.1-mini", base_url=server.base_url,
+        api_key_env=KEY, cache=False, history=False,
+        variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}])
+
+
+def test_each_variant_shows_its_wall_time_and_the_latency_of_its_live_calls_only(
+    server: FakeServer,
+) -> None:
+    comparison = _two_reducers(server)
+    first, second = comparison.runs
+    # The second variant was served the planner's and the workers' calls by the first:
+    # only its reducer was made live, so its latency is that one call's.
+    assert [c.step for c in second.calls if c.source != "cache"] == ["reducer"]
+    reducer = next(c for c in second.calls if c.step == "reducer")
+    assert live_latencies(second) == [reducer.latency]
+    assert live_latencies(first) == sorted(c.latency for c in first.calls)
+    rows = comparison.to_dataframe().to_dict("records")
+    assert rows[1]["latency_p50_s"] == rows[1]["latency_p95_s"] == reducer.latency
+    assert rows[1]["live_calls"] == 1 and rows[0]["live_calls"] == len(first.calls)
+    assert rows[0]["latency_p95_s"] == max(c.latency for c in first.calls)
+    assert rows[0]["duration_s"] == first.duration
+    text = comparison.view().text()
+    line = next(ln for ln in text.splitlines() if ln.startswith(comparison.labels[1]))
+    assert line.split()[-3:] == [f"{second.duration:.2f}s", f"{reducer.latency:.2f}s",
+                                 f"{reducer.latency:.2f}s"]
+    assert "wall time" in text and LATENCY_NOTE in text
+    page = comparison.view().html()
+    assert (f"wall time {second.duration:.2f}s · latency p50 {reducer.latency:.2f}s / "
+            f"p95 {reducer.latency:.2f}s (1 live call)") in page
+    table = comparison.table().text()
+    assert table.splitlines()[0].split()[-4:] == ["time", "p50", "p95", "answer"]
+    assert f"{reducer.latency:.2f}s" in table.splitlines()[-1]
+
+
+def test_a_variant_served_entirely_from_the_cache_shows_no_latency(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    server.plan_tasks = 2
+    fresh, again = (swarmkit.run_sync(
+        "Pick a vector database", model="gpt-4.1-mini", base_url=server.base_url,
+        api_key_env=KEY, workers=2, system_prompt="Be brief", cache=True,
+        history_path=str(tmp_path / "history.db")) for _ in range(2))
+    assert again.calls and {c.source for c in again.calls} == {"cache"}
+    view = ComparisonView(["fresh", "cached"], [fresh, again])
+    line = next(ln for ln in view.text().splitlines() if ln.startswith("cached "))
+    assert line.split()[-2:] == ["—", "—"]
+    assert "latency — (no live call)" in view.html()
+    row = comparison_rows(["fresh", "cached"], [fresh, again])[1]
+    assert (row["latency_p50_s"], row["latency_p95_s"], row["live_calls"]) == (None, None, 0)
+
+
+def test_a_replayed_comparison_shows_the_recorded_wall_times_and_latencies(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    from swarmkit.store.recent import recent_recording
+
+    live = _two_reducers(server)
+    cassettes = []
+    for number, run in enumerate(live.runs, start=1):
+        recording = recent_recording(run.run_id)
+        assert recording is not None
+        cassettes.append(str(recording.save(tmp_path / f"v{number}.swarm.json", {})))
+    replayed = swarmkit.compare_sync(
+        "Pick a vector database", model="gpt-4.1-mini", api_key_env=KEY, cache=False,
+        history=False, replay=cassettes,
+        variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}])
+    assert {c.source for run in replayed.runs for c in run.calls} == {"replay", "cache"}
+    assert replayed.view().text() == live.view().text()
+    assert replayed.view().html() == live.view().html()

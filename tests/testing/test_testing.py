@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -535,11 +536,11 @@ def test_tpm_limit_counts_prompt_estimate_plus_max_tokens() -> None:
 
 
 @contextlib.contextmanager
-def cli(*args: str) -> Iterator[subprocess.Popen[str]]:
+def cli(*args: str, stdin: int = subprocess.PIPE) -> Iterator[subprocess.Popen[str]]:
     command = [sys.executable, "-m", "swarmkit.testing", *args]
     with subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""},
     ) as process:
         try:
             yield process
@@ -549,27 +550,54 @@ def cli(*args: str) -> Iterator[subprocess.Popen[str]]:
                 process.wait()
 
 
+def _planner_tasks(url: str) -> int:
+    response = httpx2.post(
+        f"{url}/chat/completions", json={"model": "m", "messages": USER},
+        headers={"X-Swarm-Step": "planner"},
+    )
+    return len(json.loads(response.json()["choices"][0]["message"]["content"])["tasks"])
+
+
 def test_cli_serves_until_terminated() -> None:
     with cli("--port", "0", "--latency", "0.01", "--plan-tasks", "2", "--lifetime", "60") as proc:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         line = proc.stdout.readline().strip()
         assert line.startswith("READY http://127.0.0.1:")
-        url = line.split(" ", 1)[1]
-        response = httpx2.post(
-            f"{url}/chat/completions", json={"model": "m", "messages": USER},
-            headers={"X-Swarm-Step": "planner"},
-        )
-        assert len(json.loads(response.json()["choices"][0]["message"]["content"])["tasks"]) == 2
+        assert _planner_tasks(line.split(" ", 1)[1]) == 2
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+        assert proc.stderr.read() == ""  # signalled: nothing to explain
 
 
-def test_cli_stops_when_stdin_closes() -> None:
-    with cli() as proc:
-        assert proc.stdout is not None and proc.stdin is not None
+def test_cli_says_why_it_stops_when_stdin_closes() -> None:
+    with cli("--port", "0", stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith("READY ")
-        proc.stdin.close()
         assert proc.wait(timeout=10) == 0
+        assert proc.stderr.read() == ("stdin closed: stopping (use --ignore-stdin to keep "
+                                      "serving)\n")
+
+
+def test_cli_with_ignore_stdin_serves_with_stdin_closed_until_sigterm() -> None:
+    with cli("--port", "0", "--ignore-stdin", "--plan-tasks", "3", "--lifetime", "60",
+             stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        url = proc.stdout.readline().strip().split(" ", 1)[1]
+        assert _planner_tasks(url) == 3
+        assert _planner_tasks(url) == 3
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert proc.stderr.read() == ""
+
+
+def test_cli_with_ignore_stdin_still_stops_when_its_lifetime_runs_out() -> None:
+    with cli("--port", "0", "--ignore-stdin", "--lifetime", "0.5",
+             stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("READY ")
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr.read() == "--lifetime of 0.5s ran out: stopping\n"
 
 
 def test_wait_until_returns_as_soon_as_the_condition_holds_and_false_when_it_never_does() -> None:
