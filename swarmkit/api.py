@@ -73,7 +73,7 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
             hosted = role.base_url is not None or _has_key(role, env)
             role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
         if role.is_local and role.base_url is None:
-            role = resolve_local(role)
+            role = resolve_local(role, slots=config.concurrency)
         roles[name] = role
     return replace(config, **roles)
 

@@ -48,8 +48,9 @@ __all__ = [
 
 RungName = Literal["json_schema", "json_object+schema", "json_object", "text"]
 
-# One line of 3-160 characters without quotes or backslashes (a grammar-friendly regex).
-_ONE_LINE_TASK = r'^[^\n\r\t"\\]{3,160}$'
+# One line of 12-160 characters that starts with a letter, without quotes or backslashes
+# (a grammar-friendly regex): fragments such as ", but also" or ". 2." cannot match.
+_ONE_LINE_TASK = r'^[A-Za-z][^\n\r\t"\\]{11,159}$'
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +82,12 @@ def plan_schema(max_workers: int | None = None, *, exact: bool = False) -> dict[
 def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) -> list[Rung]:
     """The ladder, best first, from ``start`` (a remembered rung) when given."""
     if local:
-        # The embedded llama.cpp server refuses json_schema: start at its grammar form.
-        rungs = [Rung("json_object+schema", {"type": "json_object",
+        # The embedded llama.cpp server takes json_schema as a grammar: a 135M model then
+        # writes exactly max_workers one-line tasks that start with a letter.
+        exact = {"name": "swarm_plan", "schema": plan_schema(max_workers, exact=True),
+                 "strict": True}
+        rungs = [Rung("json_schema", {"type": "json_schema", "json_schema": exact}),
+                 Rung("json_object+schema", {"type": "json_object",
                                               "schema": plan_schema(max_workers, exact=True)})]
     else:
         strict = {"name": "swarm_plan", "schema": plan_schema(), "strict": True}
@@ -99,10 +104,8 @@ def output_rungs(
     schema: dict[str, Any], *, local: bool, start: RungName | None = None
 ) -> list[Rung]:
     """A typed worker's ladder for the user's ``schema``, best first, from ``start``."""
-    rungs: list[Rung] = []
-    if not local:
-        strict = {"name": "worker_output", "schema": schema, "strict": True}
-        rungs.append(Rung("json_schema", {"type": "json_schema", "json_schema": strict}))
+    strict = {"name": "worker_output", "schema": schema, "strict": True}
+    rungs = [Rung("json_schema", {"type": "json_schema", "json_schema": strict})]
     rungs.append(Rung("json_object+schema", {"type": "json_object", "schema": schema}))
     if not local:
         rungs.append(Rung("json_object", {"type": "json_object"}, after_refusal=True))

@@ -3,9 +3,10 @@
 Requests go down the response_format ladder (swarmkit.engine.ladder). Each rung's answer is
 parsed leniently (fences, prose around the JSON, a bare list; on the plain-text rung a
 numbered or bulleted list too) and, if unusable, repaired once on the same rung. A plan
-is only what is left after placeholders (``"..."``, ``"sub-task 1"``), echoes of the
-prompt and repeats are dropped: if nothing is left, the next rung is tried, so a run
-never completes on the prompt's own example parroted back.
+is only what is left after placeholders (``"..."``, ``"sub-task 1"``), fragments of a
+sentence (``", but also"``: :func:`is_fragment`), echoes of the prompt and repeats are
+dropped: if nothing is left, the next rung is tried, so a run never completes on the
+prompt's own example parroted back.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
 
 __all__ = [
     "ParsedPlan",
+    "is_fragment",
     "is_placeholder",
     "make_plan",
     "parse_plan",
@@ -49,11 +51,29 @@ _PLACEHOLDER = re.compile(
 )
 
 
+# A fragment is a piece of a sentence, not a sub-task (small models split prose at the
+# commas): it does not start with a letter or digit, or it starts with a joining word,
+# or it has no word of three letters or more. ", but also", "and .", ". 2." are fragments.
+_JOINING = frozenset(
+    ["and", "but", "or", "nor", "so", "yet", "also", "then", "with", "of", "to", "for", "as"]
+)
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def is_fragment(task: str) -> bool:
+    """Whether ``task`` is a piece of a sentence rather than a sub-task (see _JOINING)."""
+    text = task.strip().lstrip("\"'`*_([")
+    if not text or not text[0].isalnum():
+        return True
+    first = text.split(None, 1)[0].casefold().strip(_EDGES)
+    return first in _JOINING or _WORD.search(text) is None
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedPlan:
     tasks: tuple[str, ...]
     truncated_from: int | None
-    dropped: tuple[str, ...] = ()  # placeholders, echoes and repeats left out
+    dropped: tuple[str, ...] = ()  # placeholders, fragments, echoes and repeats left out
 
 
 def repair_message(max_workers: int, *, lists: bool = False) -> dict[str, str]:
@@ -137,7 +157,7 @@ def _clean(tasks: list[str], echoes: tuple[str, ...]) -> tuple[list[str], list[s
         if not text:
             continue
         normal = _normal(text)
-        if is_placeholder(text) or normal in echoed or normal in seen:
+        if is_placeholder(text) or is_fragment(text) or normal in echoed or normal in seen:
             dropped.append(text)
         else:
             seen.add(normal)

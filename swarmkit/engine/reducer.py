@@ -27,6 +27,7 @@ from .reducerinput import (
     worker_part,
 )
 from .reducetree import reduce_in_parts, refusal
+from .scaffold import without_scaffold
 
 __all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages",
            "reducer_request", "reducer_text"]
@@ -120,8 +121,8 @@ async def reduce(
         refused = refusal(context.config, task, limit)
         if refused is not None:
             return "failed", None, refused
-        answer = await reduce_in_parts(context, task, [worker_part(*i) for i in inputs],
-                                       limit.tokens, on_delta)
+        answer = without_scaffold(await reduce_in_parts(
+            context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta))
         return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
     request, reservation, inputs = await _reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
@@ -129,7 +130,7 @@ async def reduce(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
     )
     status = "completed" if len(inputs) == len(plan) else "partial"
-    return status, outcome.response.content or "", None
+    return status, without_scaffold(outcome.response.content or ""), None
 
 
 async def _reserve_reducer(

@@ -21,6 +21,7 @@ from ..events import Event, WorkerFinished, WorkerStarted
 from ..records import CallRecord, WorkerRecord, WorkerStatus
 from ..usage import Usage
 from .context import StepContext
+from .scaffold import without_scaffold
 from .typed import checked_answer, schema_instruction, typed_answer
 
 __all__ = [
@@ -186,7 +187,8 @@ async def run_worker(
         finish("cancelled", reason=_cancel_reason(context))
         raise
     else:
-        finish("completed", output=output, data=data)
+        finish("completed", output=without_scaffold(output) if data is None else output,
+               data=data)
 
 
 def _cancel_reason(context: StepContext) -> str | None:

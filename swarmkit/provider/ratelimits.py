@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from ..config.swarm import SwarmConfig
 from ..events import ConcurrencyChanged, Event, RateLimitWait
 from ..urls import redact_url
+from .embedded import MAX_SLOTS, slots_at
 from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
 
 __all__ = [
@@ -262,13 +263,24 @@ class RateLimits:
         self.adaptive = config.adaptive_concurrency
         self._gates: dict[str, AdaptiveGate] = {}
         self._turns = itertools.count()
+        # Endpoints whose cap is below the concurrency and not yet reported (the embedded
+        # server's slots): said once, as a ConcurrencyChanged, so nothing queues unseen.
+        self._unreported: dict[str, str] = {}
 
     def gate(self, base_url: str) -> AdaptiveGate | None:
+        gate = self._gates.get(base_url)
+        if gate is not None:
+            return gate
+        slots = slots_at(base_url)
+        if slots is not None and slots < self.concurrency:
+            gate = self._gates[base_url] = AdaptiveGate(slots)
+            self._unreported[base_url] = (
+                f"the embedded model serves {slots} requests at once (its slots, at most "
+                f"{MAX_SLOTS}); the other calls wait here, not at the server")
+            return gate
         if not self.adaptive:
             return None
-        gate = self._gates.get(base_url)
-        if gate is None:
-            gate = self._gates[base_url] = AdaptiveGate(self.concurrency)
+        gate = self._gates[base_url] = AdaptiveGate(self.concurrency)
         return gate
 
     async def admit(
@@ -283,6 +295,9 @@ class RateLimits:
     ) -> Admission:
         """Wait for a slot and for room on the least-loaded key; report waiting if any."""
         gate = self.gate(base_url)
+        reason = self._unreported.pop(base_url, None)
+        if reason is not None and gate is not None:
+            emit(ConcurrencyChanged(redact_url(base_url), gate.limit, reason, t=clock()))
         limited = self.rpm is not None or self.tpm is not None
         if gate is None and not limited:
             return Admission(_pick_name(key_envs, next(self._turns)), base_url)
