@@ -16,8 +16,9 @@ __all__ = ["closest", "name_the_flag", "unknown_option"]
 
 # How alike a typo and a flag must be (difflib's ratio) to be offered as "did you mean".
 _CUTOFF = 0.6
-# A config error starts with the option's name, after a role for a role option.
-_FIRST_NAME = re.compile(r"(?:(?:planner|worker|reducer) )?([a-z][a-z_]*)\b")
+# A config error starts with the option's name (after a role, for a role option) and a
+# space: "budget must be ...", never "otel=True needs ...".
+_FIRST_NAME = re.compile(r"(?:(?:planner|worker|reducer) )?([a-z][a-z_]*)(?= )")
 
 
 def closest(typed: str, choices: Iterable[str]) -> str | None:

@@ -108,4 +108,4 @@ def test_the_cli_refuses_otel_without_opentelemetry_in_one_line() -> None:
         "'FAKE_KEY', '--no-history', '--otel']))\n")
     done = python(code)
     assert done.returncode == 2
-    assert done.stderr == f"swarmkit: ConfigError: {INSTALL_HINT}\n"
+    assert done.stderr == f"jswarm: ConfigError: {INSTALL_HINT}\n"
