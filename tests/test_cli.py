@@ -1,14 +1,21 @@
-"""The ``swarmkit`` command against FakeServer, as a real subprocess."""
+"""The ``jswarm`` command (``python -m swarmkit``) against FakeServer, as a real subprocess."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
+from decimal import Decimal
 from pathlib import Path
 
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
+import pytest
+
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +68,7 @@ def test_bad_option_is_a_one_line_usage_error() -> None:
     done = swarmkit_cli("run", "task", "--model", "gpt-4.1-mini", "--budget", "lots")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "swarmkit: ConfigError: budget must be a USD amount like 0.50, got 'lots'"
+        "jswarm: ConfigError: --budget must be a USD amount like 0.50, got 'lots'"
     ]
 
 
@@ -119,7 +126,7 @@ def test_tools_are_imported_by_module_and_name(tmp_path: Path) -> None:
                            cwd=tmp_path)
         assert bad.returncode == 2, bad.stderr
         lines = bad.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"swarmkit: ConfigError: {says}")
+        assert len(lines) == 1 and lines[0].startswith(f"jswarm: ConfigError: {says}")
 
 
 def test_run_no_reduce_ends_with_the_workers_outputs_and_no_reducer_call(
@@ -131,6 +138,8 @@ def test_run_no_reduce_ends_with_the_workers_outputs_and_no_reducer_call(
         assert server.count("reducer") == 0 and server.count("worker-*") == 3
     assert done.returncode == 0, done.stderr
     assert "the reducer was skipped (--no-reduce)" in done.stdout
+
+
 def test_schema_file_types_the_workers_outputs(tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string"}},
               "required": ["name"]}
@@ -167,3 +176,220 @@ def test_run_resume_continues_a_run_from_the_history(tmp_path: Path) -> None:
         assert server.count() == 0  # every call was answered before
     assert again.returncode == 0, again.stderr
     assert f"4 calls (resumed: 4 from history, run {run_id})" in again.stdout  # no planner
+
+
+# -- the terminal speaks like a terminal ---------------------------------------------------
+
+
+def test_help_lists_the_commands_without_rest_markup_and_points_to_run_help() -> None:
+    top = swarmkit_cli("--help")
+    run = swarmkit_cli("run", "--help")
+    assert top.returncode == 0 and run.returncode == 0
+    for text in (top.stdout, run.stdout):
+        assert "``" not in text and ":func:" not in text
+    assert top.stdout.startswith("usage: jswarm ")
+    for command, summary in [("run", "run a planner"), ("demo", "embedded local model"),
+                             ("history", "most recent runs"), ("show", "show a run"),
+                             ("resume", "continue a run"), ("export", "as a notebook")]:
+        listed = top.stdout.partition("\ncommands:\n")[2].splitlines()
+        line = next(line for line in listed if line.split()[:1] == [command])
+        assert summary in line, line
+    assert "jswarm run --help" in top.stdout
+
+
+def test_exit_statuses_are_documented_in_the_help() -> None:
+    from swarmkit.terminal import EXIT_CODES
+
+    assert EXIT_CODES == {0: "completed", 1: "the run failed", 2: "a bad option or value",
+                          3: "partial: an answer, but some workers failed or were cancelled",
+                          124: "timed out (--run-timeout)", 130: "interrupted"}
+    for text in (swarmkit_cli("--help").stdout, swarmkit_cli("run", "--help").stdout):
+        for code, what in EXIT_CODES.items():
+            assert f"  {code:<4} {what}" in text
+
+
+def test_version_names_the_command_and_the_distribution() -> None:
+    import swarmkit
+
+    done = swarmkit_cli("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == (
+        f"jswarm {swarmkit.__version__} (swarmkit, jupyter-swarmkit on PyPI)")
+
+
+def test_a_mistyped_flag_or_command_says_which_was_meant() -> None:
+    flag = swarmkit_cli("run", "task", "--model", "gpt-4.1-mini", "--wokers", "3")
+    assert flag.returncode == 2
+    assert flag.stderr.strip().splitlines() == [
+        "jswarm run: unknown option --wokers (did you mean --workers?); see jswarm run --help"]
+    command = swarmkit_cli("histroy")
+    assert command.returncode == 2 and len(command.stderr.strip().splitlines()) == 1
+    assert "(did you mean history?)" in command.stderr
+
+
+def test_errors_name_the_flag_that_was_typed() -> None:
+    for flags, says in [(["--workers", "many"], "--workers must be a whole number, got 'many'"),
+                        (["--max-tokens", "0"], "--max-tokens must be at least 1, got 0"),
+                        (["--budget", "-1"], "--budget must be a positive USD amount, got -1")]:
+        done = swarmkit_cli("run", "task", "--model", "gpt-4.1-mini", *flags)
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines() == [f"jswarm: ConfigError: {says}"]
+
+
+def test_the_progress_line_shows_the_real_spend_without_a_budget() -> None:
+    from swarmkit.display.tables import format_cost
+
+    with FakeServer(plan_tasks=3) as server:
+        done = swarmkit_cli("run", "Three lakes", *common(server), "--json", "--no-history")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    cost = sum(Decimal(call["cost_usd"]) for call in run["calls"])
+    assert cost > 0
+    assert done.stderr.strip().splitlines()[-1] == f"workers 3/3 · spent {format_cost(cost)}"
+
+
+def test_a_partial_run_exits_3_and_a_timed_out_one_124() -> None:
+    with FakeServer(plan_tasks=3, faults=[FaultRule(Fault.status(400), step="worker-1")]
+                    ) as server:
+        partial = swarmkit_cli("run", "Three lakes", *common(server), "--no-history")
+    assert partial.returncode == 3, partial.stderr
+    assert "partial" in partial.stdout
+    assert "workers 2/3 · 1 failed" in partial.stderr
+    with FakeServer(plan_tasks=2, faults=[FaultRule(Fault.stall(60), step="worker-*")]
+                    ) as server:
+        late = swarmkit_cli("run", "Two lakes", *common(server), "--no-history",
+                            "--run-timeout", "1")
+    assert late.returncode == 124, late.stderr
+    assert late.stderr.strip().splitlines()[-1] == "jswarm: timed out (--run-timeout)"
+    assert "Traceback" not in late.stderr
+
+
+def test_history_show_resume_and_export_are_commands(tmp_path: Path) -> None:
+    history = ["--history-path", str(tmp_path / "h.db")]
+    with FakeServer(plan_tasks=3) as server:
+        first = swarmkit_cli("run", "Three lakes", *common(server), "--json", *history)
+        run_id = json.loads(first.stdout)["run_id"]
+        listed = swarmkit_cli("history", *history)
+        shown = swarmkit_cli("show", run_id[:6], *history)
+        server.clear()
+        # A stored endpoint and key variable are used only when named (as in %swarm resume).
+        resumed = swarmkit_cli("resume", run_id[:6], "--base-url", server.base_url,
+                               "--api-key-env", "CLI_TEST_KEY", *history)
+        assert server.count() == 0  # every answer came from the history
+        exported = swarmkit_cli("export", run_id, str(tmp_path / "lakes.ipynb"), *history)
+        missing = swarmkit_cli("show", "fff000", *history)
+    assert [done.returncode for done in (listed, shown, resumed, exported)] == [0, 0, 0, 0]
+    assert run_id in listed.stdout and "Three lakes" in listed.stdout
+    assert f"run {run_id} · completed" in shown.stdout
+    assert "Final answer merging 3 results" in shown.stdout
+    assert f"resumed: 4 from history, run {run_id}" in resumed.stdout
+    assert (tmp_path / "lakes.ipynb").is_file() and (tmp_path / "lakes.swarm.json").is_file()
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        f"jswarm: StoreError: no run 'fff000' in history {tmp_path / 'h.db'}; "
+        "see jswarm history"]
+    assert "%swarm" not in missing.stderr
+
+
+# -- Ctrl-C from the first moment ------------------------------------------------------------
+
+
+def started(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    env = dict(os.environ, CLI_TEST_KEY="sk-cli-test", PYTHONPATH=str(ROOT),
+               PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "swarmkit", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+
+def interrupted(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return process.returncode, out, err
+
+
+def test_ctrl_c_while_importing_the_tools_stops_with_one_line(tmp_path: Path) -> None:
+    # Before any run exists: the tools module is still being imported.
+    (tmp_path / "slow_tools.py").write_text(
+        "import sys, time\nprint('importing', flush=True)\ntime.sleep(60)\n", encoding="utf-8")
+    process = started("run", "task", "--model", "gpt-4.1-mini", "--tools", "slow_tools:T",
+                      cwd=tmp_path)
+    assert process.stdout is not None and process.stdout.readline() == "importing\n"
+    code, _, err = interrupted(process)
+    assert (code, err) == (130, "jswarm: interrupted\n")
+
+
+def test_ctrl_c_while_the_planner_thinks_cancels_the_run_cleanly(tmp_path: Path) -> None:
+    with FakeServer(faults=[FaultRule(Fault.stall(60), step="planner")]) as server:
+        process = started("run", "task", *common(server), cwd=tmp_path)
+        assert wait_until(lambda: server.count("planner") == 1)
+        code, out, err = interrupted(process)
+    assert code == 130, err
+    assert "cancelled" in out and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "jswarm: interrupted"
+
+
+def test_ctrl_c_during_the_fan_out_keeps_the_finished_and_counts_the_cancelled_apart(
+    tmp_path: Path,
+) -> None:
+    stall = FaultRule(Fault.stall(60), step="worker-[3-6]")
+    with FakeServer(plan_tasks=6, faults=[stall]) as server:
+        process = started("run", "Six lakes", *common(server), "--workers", "6",
+                          "--concurrency", "6", cwd=tmp_path)
+        assert wait_until(lambda: server.count("worker-*") == 6)
+        code, out, err = interrupted(process)
+    assert code == 130, err
+    progress, said = err.strip().splitlines()[-2:]
+    counted = re.fullmatch(r"workers (\d)/6 · (\d) cancelled · spent \$[0-9.]+", progress)
+    assert counted is not None, progress
+    completed, cancelled = int(counted.group(1)), int(counted.group(2))
+    assert completed + cancelled == 6 and cancelled >= 4
+    totals = out.splitlines()[0]  # the run's own count agrees with the progress line
+    assert f"{completed} completed" in totals and f"{cancelled} cancelled (interrupt)" in totals
+    assert re.fullmatch(r"jswarm: interrupted; jswarm resume [0-9a-f]{12} continues it", said)
+    assert "interrupted: resume the run to finish the rest" in out
+    assert "kernel" not in out + err
+
+
+def test_ctrl_c_while_the_run_is_being_built_stops_with_one_line(tmp_path: Path) -> None:
+    # The run's loop exists, its engine not yet: --resume reads the history in a worker
+    # thread, held here behind another writer's lock (like the embedded model starting).
+    db = tmp_path / "h.db"
+    with FakeServer(plan_tasks=2) as server:
+        first = swarmkit_cli("run", "Two lakes", *common(server), "--json",
+                             "--history-path", str(db))
+        run_id = json.loads(first.stdout)["run_id"]
+        writer = sqlite3.connect(db, isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")
+        try:
+            process = started("run", "Two lakes", *common(server), "--history-path", str(db),
+                              "--resume", run_id, cwd=tmp_path)
+            assert wait_until(lambda: opened(process.pid, db))
+            code, out, err = interrupted(process)
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert server.count() == 2 + 1 + 1  # the first run's calls only
+    assert (code, out, err) == (130, "", "jswarm: interrupted\n")
+
+
+def opened(pid: int, path: Path) -> bool:
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except OSError:  # a descriptor closed while looking
+        return False
+
+
+@pytest.mark.local
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [0.1, 0.5])
+def test_ctrl_c_while_the_embedded_model_starts_stops_the_demo(
+    tmp_path: Path, after: float
+) -> None:
+    process = started("demo", "--out", str(tmp_path / "demo.ipynb"), cwd=tmp_path)
+    assert process.stderr is not None
+    assert process.stderr.readline().startswith("starting the embedded model")
+    time.sleep(after)  # the moment of the Ctrl-C, not an assertion about time
+    code, out, err = interrupted(process)
+    assert (code, err) == (130, "jswarm: interrupted\n")
+    assert out == "" and not (tmp_path / "demo.ipynb").exists()

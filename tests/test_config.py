@@ -148,3 +148,11 @@ def test_a_row_off_the_config_surface_is_refused_by_percent_swarm_config() -> No
                       ("prices", "%swarm prices")]:
         with pytest.raises(UsageError, match=re.escape(says)):
             check_config_key(key, "%swarm config")
+
+
+@pytest.mark.parametrize("typed", ["-1", -1, Decimal("-1"), "$-1.00"])
+def test_a_budget_error_shows_the_amount_as_written_not_its_decimal_repr(typed: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        SwarmConfig.from_options(budget=typed)
+    assert "Decimal(" not in str(caught.value)
+    assert re.fullmatch(r"budget must be a positive USD amount, got -1(\.00)?", str(caught.value))

@@ -6,7 +6,7 @@ text is read (``kind``), its help line, and the surfaces it appears on:
 
 - ``magic``: a ``%%swarm`` flag (``swarmkit.magics.options`` builds its parser from it);
 - ``config``: a ``%swarm config`` key (and a ``swarm_config(...)`` keyword);
-- ``cli``: a ``swarmkit run`` flag (``swarmkit.cli`` builds its parser from it);
+- ``cli``: a ``jswarm run`` flag (``swarmkit.cli`` builds its parser from it);
 - ``replay``: it shapes the requests, so an exported notebook's replay cell sets it
   (``swarmkit.export.replaycell``).
 
@@ -289,9 +289,9 @@ def env_options() -> dict[str, str]:
 
 
 def markdown_table() -> str:
-    """The options table in Markdown: option, ``%%swarm`` flag, ``swarmkit run`` flag,
+    """The options table in Markdown: option, ``%%swarm`` flag, ``jswarm run`` flag,
     environment variable, help."""
-    lines = ["| option (`%swarm config`, Python) | `%%swarm` | `swarmkit run` | environment "
+    lines = ["| option (`%swarm config`, Python) | `%%swarm` | `jswarm run` | environment "
              "| what it sets |", "|---|---|---|---|---|"]
     for row in OPTIONS:
         if not row.surfaces:

@@ -99,7 +99,8 @@ def check_number(
         hint = ""
         if not finite and not math.isnan(value):
             hint = "; leave it unset for no limit" if optional else "; give a finite number"
-        raise ConfigError(f"{name} must be {say}, got {value!r}{hint}")
+        shown = value if isinstance(value, Decimal) else repr(value)  # -1, not Decimal('-1')
+        raise ConfigError(f"{name} must be {say}, got {shown}{hint}")
 
 
 def validate_config(config: Checked) -> None:

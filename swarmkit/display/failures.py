@@ -26,7 +26,8 @@ _HINTS = {
     "timeout": "raise the run timeout",
     "replay": "the cassette no longer matches this cell: record it again",
     "error": "a bug in swarmkit: the traceback is in the 'swarmkit' log",
-    "interrupt": "the kernel was interrupted",
+    # Either front end: a Ctrl-C in a terminal, or the kernel's interrupt in a notebook.
+    "interrupt": "interrupted: resume the run to finish the rest",
     "stopped": "stopped early; the finished workers were merged",
 }
 

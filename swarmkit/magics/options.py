@@ -12,9 +12,7 @@ magic itself reads (``--out``, ``--background``, ...) are the rows of
 from __future__ import annotations
 
 import argparse
-import difflib
 import keyword
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +21,8 @@ from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
 from ..config import options as option_table
+from ..config.flagnames import name_the_flag as shared_name_the_flag
+from ..config.flagnames import unknown_option
 from ..runrecord import RunRecord
 from ..variants import MAX_VARIANTS
 from .tools import resolve_tools
@@ -299,16 +299,11 @@ _ELSEWHERE = {
 
 def _unknown_message(unknown: list[str]) -> str:
     """``unknown option --wokers (did you mean --workers?)``: the closest flag by spelling."""
-    names = [flag.name for flag in FLAGS]
     options = [arg for arg in unknown if arg.startswith("-")]
-    if not options:
-        return f"unexpected value {unknown[0]!r}: every value follows its --option"
-    typed = options[0].split("=", 1)[0]
+    typed = options[0].split("=", 1)[0] if options else ""
     if typed in _ELSEWHERE:
         return f"no option {typed} in a cell; {_ELSEWHERE[typed]}"
-    close = difflib.get_close_matches(typed, names, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"unknown option {typed}{hint}"
+    return unknown_option(unknown, [flag.name for flag in FLAGS])
 
 
 def name_the_flag(message: str, options: Mapping[str, Any]) -> str:
@@ -319,14 +314,11 @@ def name_the_flag(message: str, options: Mapping[str, Any]) -> str:
     ``--max-tokens 0`` becomes ``--max-tokens ...`` (the flag sets every role). A
     message about no flag in ``options`` comes back as it was.
     """
-    given = [flag for flag in FLAGS if flag.target == "config" and flag.key in options]
-    word = re.match(r"(?:(?:planner|worker|reducer) )?([a-z][a-z_]*)\b", message)
-    if word is None:
-        return message
-    name = word.group(1)
-    exact = [flag for flag in given if name in (flag.key, flag.dest)]
-    near = [flag for flag in given
-            if name.endswith("_" + flag.key) or name.startswith(flag.key + "_")]
-    for flag in exact or near:
-        return flag.name + message[word.end():]
-    return message
+    exact: dict[str, str] = {}
+    near: dict[str, str] = {}
+    for flag in FLAGS:
+        if flag.target == "config" and flag.key in options:
+            exact.setdefault(flag.key, flag.name)
+            exact.setdefault(flag.dest, flag.name)
+            near.setdefault(flag.key, flag.name)
+    return shared_name_the_flag(message, exact, near)

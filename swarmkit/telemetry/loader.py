@@ -14,7 +14,7 @@ from ..errors import ConfigError
 
 __all__ = ["INSTALL_HINT", "configured_provider", "otel_trace"]
 
-INSTALL_HINT = 'otel=True needs OpenTelemetry: pip install "swarmkit[otel]"'
+INSTALL_HINT = 'otel=True needs OpenTelemetry: pip install "jupyter-swarmkit[otel]"'
 
 
 def otel_trace() -> ModuleType:

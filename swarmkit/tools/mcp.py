@@ -1,6 +1,6 @@
 """MCP servers over stdio, their tools exposed to workers as ``NAME__tool``.
 
-Needs the ``mcp`` extra (``pip install 'swarmkit[mcp]'``); the SDK is imported only when
+Needs the ``mcp`` extra (``pip install "jupyter-swarmkit[mcp]"``); the SDK is imported only when
 a server starts. anyio binds an MCP session to the task that opened it, so each
 :class:`MCPServer` keeps one long-lived task on the swarmkit background loop that holds
 the ``stdio_client`` and ``ClientSession`` contexts; calls from any other loop or thread
@@ -61,7 +61,8 @@ def _import_sdk() -> Any:
     try:
         import mcp
     except ImportError:
-        raise ConfigError("MCP servers need the mcp extra: pip install 'swarmkit[mcp]'") from None
+        raise ConfigError('MCP servers need the mcp extra: pip install "jupyter-swarmkit[mcp]"'
+                          ) from None
     return mcp
 
 

@@ -99,10 +99,10 @@ def test_bad_base_url_in_the_magic_is_a_one_line_usage_error(
 
 
 @pytest.mark.parametrize(("flag", "url", "says"), [
-    ("--base-url", "http://[::1", "ConfigError: base_url is not a valid URL (invalid IPv6"),
-    ("--base-url", "http://127.0.0.1:99999/v1", "ConfigError: base_url is not a valid URL"),
-    ("--planner-base-url", "ftp://127.0.0.1/v1", "ConfigError: planner_base_url must be an"),
-    ("--worker-base-url", "http://:8000/v1", "ConfigError: worker_base_url has no valid host"),
+    ("--base-url", "http://[::1", "ConfigError: --base-url is not a valid URL (invalid IPv6"),
+    ("--base-url", "http://127.0.0.1:99999/v1", "ConfigError: --base-url is not a valid URL"),
+    ("--planner-base-url", "ftp://127.0.0.1/v1", "ConfigError: --planner-base-url must be an"),
+    ("--worker-base-url", "http://:8000/v1", "ConfigError: --worker-base-url has no valid host"),
 ])
 def test_bad_base_url_in_swarmkit_run_is_one_line_and_exit_status_2(
     flag: str, url: str, says: str

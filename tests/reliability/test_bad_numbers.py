@@ -229,12 +229,12 @@ def test_history_count_past_sqlites_integers_lists_every_run(
 
 
 @pytest.mark.parametrize(("flags", "says"), [
-    (["--rpm", "nan"], "ConfigError: rpm must be positive, got nan"),
-    (["--tpm", "inf"], "ConfigError: tpm must be positive, got inf"),
-    (["--concurrency", "0"], "ConfigError: concurrency must be at least 1"),
-    (["--workers", "many"], "ConfigError: workers must be a whole number, got 'many'"),
-    (["--call-timeout", "-1"], "ConfigError: call_timeout must be a positive number"),
-    (["--wrokers", "3"], "unrecognized arguments: --wrokers 3"),
+    (["--rpm", "nan"], "ConfigError: --rpm must be positive, got nan"),
+    (["--tpm", "inf"], "ConfigError: --tpm must be positive, got inf"),
+    (["--concurrency", "0"], "ConfigError: --concurrency must be at least 1"),
+    (["--workers", "many"], "ConfigError: --workers must be a whole number, got 'many'"),
+    (["--call-timeout", "-1"], "ConfigError: --call-timeout must be a positive number"),
+    (["--wrokers", "3"], "unknown option --wrokers (did you mean --workers?)"),
 ])
 def test_bad_number_in_swarmkit_run_is_one_line_and_exit_status_2(
     flags: list[str], says: str

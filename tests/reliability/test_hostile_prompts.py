@@ -306,7 +306,7 @@ def test_swarmkit_demo_refuses_to_replace_a_notebook_before_starting_a_model(
     target.write_text("keep me")
     assert main(["demo", "--out", str(target)]) == 2
     error = capsys.readouterr().err
-    assert one_line(error.strip()).startswith(f"swarmkit: not running the demo: {target}")
+    assert one_line(error.strip()).startswith(f"jswarm: not running the demo: {target}")
     assert "--force" in error and "starting the embedded model" not in error
     assert target.read_text() == "keep me"
 

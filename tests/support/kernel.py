@@ -38,7 +38,7 @@ def kernel_env(history: Path | None = None, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("OPENAI_API_KEY", None)
     try:
-        importlib.metadata.distribution("swarmkit")
+        importlib.metadata.distribution("jupyter-swarmkit")
     except importlib.metadata.PackageNotFoundError:
         paths = [str(package_root()), env.get("PYTHONPATH")]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))

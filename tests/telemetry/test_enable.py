@@ -98,7 +98,7 @@ print("opentelemetry" in sys.modules and sys.modules["opentelemetry"] is None)
     # The refused run sent no request: the error comes before anything starts.
     assert done.stdout.splitlines() == [
         "completed 4", f"ConfigError: {INSTALL_HINT}", "4", "True"]
-    assert INSTALL_HINT == 'otel=True needs OpenTelemetry: pip install "swarmkit[otel]"'
+    assert INSTALL_HINT == 'otel=True needs OpenTelemetry: pip install "jupyter-swarmkit[otel]"'
 
 
 def test_the_cli_refuses_otel_without_opentelemetry_in_one_line() -> None:
@@ -108,4 +108,4 @@ def test_the_cli_refuses_otel_without_opentelemetry_in_one_line() -> None:
         "'FAKE_KEY', '--no-history', '--otel']))\n")
     done = python(code)
     assert done.returncode == 2
-    assert done.stderr == f"swarmkit: ConfigError: {INSTALL_HINT}\n"
+    assert done.stderr == f"jswarm: ConfigError: {INSTALL_HINT}\n"
