@@ -2,6 +2,9 @@
 
 ``%swarm mcp add`` and ``swarmkit.run(mcp_servers=...)`` put servers here; they stay up
 for the session, are reused by name and command, and are stopped at interpreter exit.
+A server offers the tools its latest registration chose (all of them unless ``tools=`` or
+``exclude_tools=`` says otherwise); registering a running server again with the same
+command changes only that choice.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from ..engine.background import BackgroundLoop, background_loop
 from ..errors import MCPError
 from .definition import Tool
-from .mcp import MCPServer
+from .mcp import MCPServer, MCPServerSpec
 
 __all__ = ["MCPRegistry", "mcp_registry", "session_tools"]
 
@@ -43,18 +46,22 @@ class MCPRegistry:
 
     async def add(
         self, name: str, command: Sequence[str], *, env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | None = None, tools: Sequence[str] | None = None,
+        exclude_tools: Sequence[str] = (),
     ) -> MCPServer:
-        """Start a server under ``name`` (replacing one of that name); MCPError if it fails.
+        """Start a server under ``name`` (replacing one of that name); MCPError if it fails,
+        ConfigError if ``tools`` or ``exclude_tools`` names a tool it does not list.
 
-        A running server with the same command is reused as is.
+        A running server with the same command is reused, offering the tools chosen now.
         """
         existing = self._servers.get(name)
         if existing is not None:
             if existing.running and existing.command == tuple(command) and existing.env == env:
+                existing.offer(tools, exclude_tools)
                 return existing
             await self.remove(name)
-        server = MCPServer(name, command, env=env, cwd=cwd, bridge=self._bridge)
+        server = MCPServer(name, command, env=env, cwd=cwd, bridge=self._bridge, tools=tools,
+                           exclude_tools=exclude_tools)
         await server.start()
         with self._lock:
             self._servers[name] = server
@@ -63,6 +70,11 @@ class MCPRegistry:
     def add_sync(self, name: str, command: Sequence[str], **options: Any) -> MCPServer:
         bridge = self._bridge or background_loop()
         return bridge.wait(bridge.submit(self.add(name, command, **options)))
+
+    async def add_spec(self, spec: MCPServerSpec) -> MCPServer:
+        """:meth:`add` for a server given as a spec (``swarmkit.tools.mcp_server_spec``)."""
+        return await self.add(spec.name, spec.command, env=spec.env, tools=spec.tools,
+                              exclude_tools=spec.exclude_tools)
 
     async def remove(self, name: str) -> None:
         with self._lock:

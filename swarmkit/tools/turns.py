@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from ..errors import ConfigError, MCPError, ToolError
 from ..events import ToolCallFinished
 from ..records import ToolCallRecord
 from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
+from .mcp import mcp_server_spec
 from .registry import mcp_registry
 
 if TYPE_CHECKING:
@@ -62,20 +62,22 @@ def collect_tools(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]
 
 async def build_worker_loop(
     tools: Iterable[Tool | Callable[..., Any]] | None = None,
-    mcp_servers: Mapping[str, Sequence[str] | str] | None = None,
+    mcp_servers: Mapping[str, Sequence[str] | str | Mapping[str, Any]] | None = None,
 ) -> ToolLoop | None:
     """The worker loop for ``swarmkit.run(tools=..., mcp_servers=...)``; None if no tools.
 
-    MCP servers join the session's registry (kept up, reused by name). One that cannot
-    start is logged with its error and left out: the run goes on without its tools.
+    MCP servers join the session's registry (kept up, reused by name); each is a command
+    or a dict with ``command`` and the tools to offer (``swarmkit.tools.mcp_server_spec``).
+    One that cannot start is logged with its error and left out: the run goes on without
+    its tools. A tool list naming a tool the server lacks is a ConfigError.
     """
     chosen: list[Tool | Callable[..., Any]] = list(tools or ())
     if mcp_servers:
         registry = mcp_registry()
-        for name, command in mcp_servers.items():
-            words = shlex.split(command) if isinstance(command, str) else list(command)
+        for name, value in mcp_servers.items():
+            spec = mcp_server_spec(name, value)
             try:
-                server = await registry.add(name, words)
+                server = await registry.add_spec(spec)
             except MCPError as exc:
                 log.warning("%s; the run goes on without its tools", exc)
                 continue
