@@ -3,7 +3,8 @@
 ``--tools`` picks ``@swarmkit.tool`` objects from the notebook's namespace (or an MCP
 tool ``NAME__tool`` by name). The tools of every MCP server added with ``%swarm mcp
 add`` are offered to every ``%%swarm`` cell of the session until ``%swarm mcp remove``:
-all the tools it lists, or those ``--tools`` names, less those ``--exclude-tools`` names.
+all the tools it lists, or those ``--tools`` names, less those ``--exclude-tools`` names,
+and then only those ``%swarm config mcp_tools=...`` leaves (``mcp_exclude_tools``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from ..config.options import TOOL_CHOICE_KEYS
 from ..errors import ConfigError, MCPError
 from ..tools import Tool, mcp_registry, parse_mcp_add, session_tools
+from ..tools.registry import choose_tools
 from .display import SmallTable
 
 if TYPE_CHECKING:
@@ -50,10 +53,21 @@ def resolve_tools(value: str, namespace: Mapping[str, Any]) -> list[Tool]:
     return chosen
 
 
-def with_session_tools(engine_options: Mapping[str, Any]) -> dict[str, Any]:
-    """``engine_options`` plus the tools of the session's running MCP servers."""
+def with_session_tools(
+    engine_options: Mapping[str, Any], session_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``engine_options`` plus the tools of the session's running MCP servers, narrowed
+    by the session's ``mcp_tools`` / ``mcp_exclude_tools`` (``%swarm config``)."""
     options = dict(engine_options)
-    served = session_tools()
+    chosen = {key: (session_options or {}).get(key) for key in TOOL_CHOICE_KEYS}
+    if any(chosen.values()):
+        try:
+            served = choose_tools(mcp_registry(), chosen["mcp_tools"],
+                                  chosen["mcp_exclude_tools"] or ())
+        except ConfigError as exc:
+            raise UsageError(f"%%swarm: {exc} (set by %swarm config)") from None
+    else:
+        served = session_tools()
     if served:
         given = list(options.get("tools") or ())
         options["tools"] = given + [t for t in served if t not in given]

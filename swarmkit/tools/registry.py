@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..engine.background import BackgroundLoop, background_loop
-from ..errors import MCPError
+from ..errors import ConfigError, MCPError
 from .definition import Tool
 from .mcp import MCPServer, MCPServerSpec
 
-__all__ = ["MCPRegistry", "mcp_registry", "session_tools"]
+__all__ = ["MCPRegistry", "choose_tools", "mcp_registry", "session_tools", "tool_names"]
 
 
 class MCPRegistry:
@@ -94,6 +94,48 @@ class MCPRegistry:
             self._servers.clear()
         for server in servers:
             server.stop_sync()
+
+
+def tool_names(value: Sequence[str] | str | None) -> list[str]:
+    """``"a__x, b__y"`` or ``["a__x", "b__y"]`` -> ``["a__x", "b__y"]`` (None: [])."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+def choose_tools(
+    servers: Iterable[MCPServer], tools: Sequence[str] | str | None = None,
+    exclude_tools: Sequence[str] | str = (),
+) -> list[Tool]:
+    """The tools the running ``servers`` offer, narrowed by names across servers, each
+    ``NAME__tool``: ``tools`` keeps only the named tools of each server it names (a
+    server it does not name keeps all of its own), ``exclude_tools`` drops the named
+    ones. A name whose server is not running, or that its server does not offer, is a
+    one-line ConfigError naming the option (``mcp_tools``, ``mcp_exclude_tools``)."""
+    running = {s.name: s for s in servers if s.running}
+
+    def named(names: Sequence[str] | str, option: str) -> dict[str, set[str]]:
+        by_server: dict[str, set[str]] = {}
+        for name in tool_names(names):
+            server_name, sep, tool = name.partition("__")
+            server = running.get(server_name)
+            if not sep or not tool:
+                raise ConfigError(f"{option}: {name!r} is not an MCP tool's name; write "
+                                  "NAME__tool, as %swarm mcp list shows them")
+            if server is None:
+                names_running = ", ".join(running) or "none"
+                raise ConfigError(f"{option}: no MCP server {server_name!r} is running "
+                                  f"(running: {names_running}); add it first")
+            offered = [t.name for t in server.tools]
+            if name not in offered:
+                raise ConfigError(f"{option}: MCP server {server_name!r} offers no tool "
+                                  f"{tool!r}; it offers: {', '.join(offered) or 'none'}")
+            by_server.setdefault(server_name, set()).add(name)
+        return by_server
+
+    kept = named(tools or (), "mcp_tools")
+    dropped = {n for names in named(exclude_tools, "mcp_exclude_tools").values() for n in names}
+    return [t for server in running.values() for t in server.tools
+            if (server.name not in kept or t.name in kept[server.name]) and t.name not in dropped]
 
 
 _registry_lock = threading.Lock()

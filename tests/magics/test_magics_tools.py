@@ -180,6 +180,38 @@ def test_mcp_add_with_tools_offers_only_those_and_says_what_it_holds_back(
             shell.run_line_magic("swarm", "mcp remove shop")
 
 
+def test_swarm_config_mcp_tools_narrows_the_session_servers_tools(
+    shell: InteractiveShell, server: FakeServer
+) -> None:
+    command = f"{sys.executable} {MCP_SERVER}"
+    shell.run_line_magic("swarm", f"mcp add shop -- {command}")
+    try:
+        table = shell.run_line_magic("swarm", "config mcp_tools=shop__lookup,shop__price")
+        assert ("mcp_tools", "shop__lookup,shop__price", "session") in table.rows
+        run = swarm_cell(shell, server)
+        assert [c.tool for c in run.tool_calls] == ["shop__lookup", "shop__price"]
+        shell.run_line_magic("swarm", "config mcp_exclude_tools=shop__price")
+        run = swarm_cell(shell, server)
+        assert [c.tool for c in run.tool_calls] == ["shop__lookup"]
+        shell.run_line_magic("swarm", "config mcp_tools=shop__prize mcp_exclude_tools=")
+        requests = len(server.requests)
+        with pytest.raises(UsageError) as caught:
+            swarm_cell(shell, server)
+        assert str(caught.value) == (
+            "%%swarm: mcp_tools: MCP server 'shop' offers no tool 'prize'; it offers: "
+            "shop__lookup, shop__explode, shop__price, shop__whoami (set by %swarm config)")
+        assert len(server.requests) == requests  # refused before any call
+        with pytest.raises(UsageError, match="mcp_tools: 'price' is not an MCP tool's name; "
+                                             "write NAME__tool"):
+            shell.run_line_magic("swarm", "config mcp_tools=price")
+    finally:
+        shell.run_line_magic("swarm", "config mcp_tools= mcp_exclude_tools=")
+        with capture_output():
+            shell.run_line_magic("swarm", "mcp remove shop")
+    table = shell.run_line_magic("swarm", "config")
+    assert not [row for row in table.rows if row[0].startswith("mcp_")]
+
+
 @pytest.mark.parametrize(("line", "message"), [
     ("mcp", "usage: %swarm mcp add NAME"),
     ("mcp add shop python x.py", "usage: mcp add NAME -- command"),

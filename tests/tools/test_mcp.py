@@ -361,3 +361,30 @@ def test_a_swarm_is_offered_only_the_allowed_tools_and_the_model_reads_a_tools_o
     assert (explode.error or "").startswith("ToolError: unknown tool 'picky__explode'")
     assert "no price for 'gold'" in str(run)
     assert CATALOGUE_TOKEN not in str(run) + json.dumps(read)
+
+
+def test_mcp_tools_from_python_narrow_the_servers_tools_by_their_swarmkit_names(
+    shop: MCPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test-mcp-0000")
+    offered: list[list[str]] = []
+
+    def handler(request: FakeRequest) -> FakeReply:
+        if request.role == "planner":
+            return FakeReply(content=json.dumps({"tasks": ["check order A-17"]}))
+        if request.role == "worker":
+            offered.append([t["function"]["name"] for t in request.tools])
+        return FakeReply(content="done")
+
+    with FakeServer(handler) as fake:
+        options: dict[str, Any] = {
+            "model": "gpt-4.1-mini", "base_url": fake.base_url, "api_key_env": KEY_ENV,
+            "history": False, "mcp_servers": {"shop": COMMAND},
+        }
+        swarmkit.run_sync("Look up A-17", mcp_tools="shop__lookup,shop__price",
+                          mcp_exclude_tools=["shop__price"], **options)
+        assert offered == [["shop__lookup"]]
+        with pytest.raises(ConfigError, match="mcp_tools: no MCP server 'shopp' is running "
+                                              r"\(running: shop\); add it first"):
+            swarmkit.run_sync("Look up A-17", mcp_tools=["shopp__lookup"], **options)
+    assert len(shop.tools) == 4  # the session's server itself offers all of its tools
