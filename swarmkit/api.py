@@ -15,6 +15,7 @@ from typing import Any
 
 from .budget import Budget
 from .calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
+from .config.options import TOOL_CHOICE_KEYS
 from .config.swarm import AUTO_MODEL, DEFAULT_MODEL, LOCAL_MODEL, ROLES, RoleConfig, SwarmConfig
 from .engine.background import run_blocking
 from .engine.swarm import Engine, resumed_task
@@ -96,11 +97,14 @@ async def create_engine(
     ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
 
     ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
-    ...]}`` give the workers a tool loop (``swarmkit.tools``). ``tracer_provider=`` (an
-    OpenTelemetry TracerProvider) receives the run's spans instead of the global one.
+    ...]}`` give the workers a tool loop (``swarmkit.tools``); ``mcp_tools=`` /
+    ``mcp_exclude_tools=`` (``NAME__tool`` names) narrow the servers' tools.
+    ``tracer_provider=`` (an OpenTelemetry TracerProvider) receives the run's spans
+    instead of the global one.
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
+    mcp_choice = {key: options.pop(key) for key in TOOL_CHOICE_KEYS if key in options}
     plan_from = options.pop("plan_from", None)
     tracer_provider = options.pop("tracer_provider", None)
     resume = options.pop("resume", None)
@@ -114,7 +118,7 @@ async def create_engine(
         config, stored_task = await asyncio.to_thread(_resumed, config, resume, task)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
-        worker_loop = await build_worker_loop(tools, mcp_servers)
+        worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run, budget=shared_budget, stored_task=stored_task)
     cassette = None
@@ -128,7 +132,7 @@ async def create_engine(
             call.request for call in cassette.calls if call.role == "worker")
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
-        worker_loop = await build_worker_loop(tools, mcp_servers)
+        worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
     store_config = config
 
     def provider() -> ModelCaller:

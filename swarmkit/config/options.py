@@ -32,6 +32,7 @@ __all__ = [
     "ROLE_FIELDS",
     "ROLE_NAMES",
     "SURFACES",
+    "TOOL_CHOICE_KEYS",
     "UNSET_VALUES",
     "Kind",
     "Option",
@@ -218,6 +219,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("history", "bool", "keep the run in the history database", on="config cli"),
     _o("batch_poll", "number", "seconds between looks at a batch's status (--batch)", "S",
        on="config cli"),
+    _o("mcp_tools", "names", "only these MCP tools (NAME__tool, comma-separated) of the "
+       "servers they name; a server not named offers all its tools", "A,B", on="config"),
+    _o("mcp_exclude_tools", "names", "MCP tools (NAME__tool, comma-separated) never offered",
+       "A,B", on="config"),
     # set by swarmkit itself, or from Python only
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
@@ -225,9 +230,14 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
-# Rows that are no SwarmConfig field: keywords read before the config is built (tools
-# and plan_from by create_engine, task_template with tasks by SwarmConfig.with_options).
-NOT_FIELDS: frozenset[str] = frozenset({"tools", "plan_from", "task_template"})
+# Rows that are no SwarmConfig field: keywords read before the config is built (tools,
+# plan_from and the MCP tool lists by create_engine, task_template with tasks by
+# SwarmConfig.with_options).
+NOT_FIELDS: frozenset[str] = frozenset({"tools", "plan_from", "task_template", "mcp_tools",
+                                        "mcp_exclude_tools"})
+# NOT_FIELDS that are %swarm config keys: SwarmConfig.with_options checks and skips them,
+# and the magic hands them to the tool loop with the session's MCP servers.
+TOOL_CHOICE_KEYS: tuple[str, ...] = ("mcp_tools", "mcp_exclude_tools")
 _BY_NAME = {o.name: o for o in OPTIONS}
 
 

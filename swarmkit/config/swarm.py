@@ -18,7 +18,15 @@ from ..errors import ConfigError
 from ..outputschema import canonical_schema
 from ..tasks import given_tasks
 from ..urls import redact_url
-from .options import NOT_FIELDS, OPTIONS, ROLE_FIELDS, ROLE_NAMES, Kind, env_options
+from .options import (
+    NOT_FIELDS,
+    OPTIONS,
+    ROLE_FIELDS,
+    ROLE_NAMES,
+    TOOL_CHOICE_KEYS,
+    Kind,
+    env_options,
+)
 from .validation import check_base_url, validate_config
 
 __all__ = [
@@ -221,6 +229,8 @@ class SwarmConfig:
                 top[_ALIASES[name]] = _coerce_top(_ALIASES[name], value, name)
             elif name in _TOP_FIELDS:
                 top[name] = _coerce_top(name, value)
+            elif name in TOOL_CHOICE_KEYS:
+                _check_tool_names(name, value)  # kept by the caller, for the tool loop
             else:
                 raise ConfigError(f"unknown option {name!r}; see help(swarmkit.run) for options")
         for role in ROLES:
@@ -289,6 +299,19 @@ _ALIASES = {row.name: row.attr for row in OPTIONS
 _TOP_FIELDS = {
     f.name for f in fields(SwarmConfig) if f.name not in ROLES
 }
+
+
+def _check_tool_names(option: str, value: Any) -> None:
+    """``mcp_tools`` / ``mcp_exclude_tools``: MCP tool names as ``NAME__tool``."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{option} must be MCP tool names, e.g. everything__echo,"
+                          f"everything__add, got {value!r}")
+    for item in (i.strip() for i in items):
+        server, sep, tool = item.partition("__")
+        if item and not (server and sep and tool):
+            raise ConfigError(f"{option}: {item!r} is not an MCP tool's name; write "
+                              "NAME__tool, e.g. everything__echo (%swarm mcp list shows them)")
 
 
 def _coerce_role_value(key: str, value: Any, option: str = "") -> Any:

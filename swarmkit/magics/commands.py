@@ -21,6 +21,7 @@ from IPython.utils.process import arg_split
 
 from ..config.options import (
     ROLE_FIELDS,
+    TOOL_CHOICE_KEYS,
     UNSET_VALUES,
     config_keys,
     option_named,
@@ -156,6 +157,9 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
     for key in _SHOWN:
         row = option_named(key)
         add(key, getattr(config, row.attr if row is not None else key))
+    for key in TOOL_CHOICE_KEYS:  # no config field: shown when the session set them
+        if key in session:
+            add(key, session[key])
     return SmallTable("swarm config for this session", ("key", "value", "set by"), rows,
                       "set with %swarm config key=value; key= unsets; flags override per cell")
 

@@ -119,7 +119,7 @@ class SwarmMagics(Magics):
         if args.dry_run:
             return self._dry_run(task, config, args, compared)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        engine_options = with_session_tools(args.engine_options)
+        engine_options = with_session_tools(args.engine_options, self.session_options)
         handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
                   else ComparisonHandle(task, config, compared, engine_options=engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.

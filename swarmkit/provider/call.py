@@ -311,7 +311,8 @@ class OpenAIProvider:
                 status=status,
             )
         retryable = status in RETRYABLE_STATUS or status >= 500
-        return _AttemptError(message, hint=http_hint(status), status=status, retryable=retryable,
+        return _AttemptError(message, hint=http_hint(status, detail), status=status,
+                             retryable=retryable,
                              retry_after=retry_after)
 
     def _scrub(self, text: str) -> str:

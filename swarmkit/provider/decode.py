@@ -216,8 +216,17 @@ def first_line(text: str) -> str:
     return ""
 
 
+# Where a wait may be named, in the order read: the server's own headers, then a relay's
+# copies of its upstream's. LiteLLM's proxy moves every upstream header under an
+# ``llm_provider-`` prefix, so a 429 it passes on carries ``llm_provider-retry-after``
+# and no ``Retry-After`` (checked with LiteLLM 1.106).
+_RETRY_AFTER_PREFIXES = ("", "llm_provider-")
+
+
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), or,
+    when the server sent neither, from a relay's copies of them
+    (``llm_provider-retry-after-ms``, ``llm_provider-retry-after``).
 
     A server's header is input like any other: a number is only digits (``nan``, ``inf``,
     ``1e400`` and other words are ignored, so the caller's own backoff applies), a
@@ -225,9 +234,16 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     ignored. The result is within 0 .. ``MAX_RETRY_AFTER`` (a day, for a huge number or a
     far date); the provider then caps it at ``backoff_max``, so no header stalls a run.
     """
-    raw_ms = _delay_number(headers.get("retry-after-ms"))
-    raw = headers.get("retry-after")
-    seconds = raw_ms / 1000 if raw_ms is not None else _delay_number(raw)
+    for prefix in _RETRY_AFTER_PREFIXES:
+        raw_ms, raw = headers.get(f"{prefix}retry-after-ms"), headers.get(f"{prefix}retry-after")
+        if raw_ms is not None or raw is not None:
+            return _retry_after(raw_ms, raw)
+    return None
+
+
+def _retry_after(raw_ms: str | None, raw: str | None) -> float | None:
+    ms = _delay_number(raw_ms)
+    seconds = ms / 1000 if ms is not None else _delay_number(raw)
     if seconds is None and raw:
         try:
             seconds = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()

@@ -2,11 +2,14 @@
 
 Every ProviderError ends with ``error`` advice (``{key_env}`` is filled in with the key's
 name); a worker that failed without advice of its own shows the ``display`` form in the
-run's tables (``swarmkit.display.failures``).
+run's tables (``swarmkit.display.failures``). The advice follows the HTTP status, except
+where a server's words say more than its status: LiteLLM's proxy answers a key it cannot
+check with a 400 "No connected db.", which is about the key, not the request.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["HINT_DOWN", "RETRYABLE_STATUS", "Advice", "advice", "http_hint"]
@@ -36,20 +39,31 @@ _REFUSED = Advice("the request was refused as sent; check the model's options",
                   "set-up mistake: the server refused the request; check model and options")
 _UNREACHED = Advice(HINT_DOWN,
                     "the provider could not be reached: check the base URL and the network")
+_PROXY_KEY = Advice(
+    "the proxy could not check the key in ${key_env} (LiteLLM: 'No connected db.'); "
+    "check the key, or the proxy's master_key or database",
+    "set-up mistake: the proxy could not check the key; check the key, or the proxy's "
+    "master_key or database")
 _BY_STATUS = {401: _KEY, 403: _KEY, 404: _MODEL, 429: _RATE}
+# (status, what the error's message says) -> advice, looked at before the status alone.
+_BY_TEXT = ((400, re.compile(r"no connected db", re.I), _PROXY_KEY),)
 
 
-def advice(status: int | None) -> Advice:
-    """The advice for a call whose HTTP status was ``status`` (None: no answer; below
-    400 the failure came after the answer's status, so the status tells nothing)."""
+def advice(status: int | None, detail: str = "") -> Advice:
+    """The advice for a call whose HTTP status was ``status`` and whose error said
+    ``detail`` (None: no answer; below 400 the failure came after the answer's status, so
+    the status tells nothing)."""
     if status is None or status < 400:
         return _UNREACHED
+    for when, words, said in _BY_TEXT:
+        if status == when and words.search(detail):
+            return said
     found = _BY_STATUS.get(status)
     if found is not None:
         return found
     return _DOWN if status >= 500 or status in RETRYABLE_STATUS else _REFUSED
 
 
-def http_hint(status: int) -> str:
-    """What a ProviderError for an HTTP error says to do."""
-    return advice(status).error
+def http_hint(status: int, detail: str = "") -> str:
+    """What a ProviderError for an HTTP error whose message was ``detail`` says to do."""
+    return advice(status, detail).error

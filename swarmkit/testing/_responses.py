@@ -38,9 +38,11 @@ def fault_response(fault: Fault, *, stream: bool) -> web.Response:
     if fault.kind == "stream_error":  # asked without streaming: a plain server error
         return json_error(fault.http_status, fault.body or "server error", "server_error")
     if fault.kind == "html":
-        return web.Response(
+        response = web.Response(
             text=fault.html_page(), status=fault.http_status, content_type="text/html"
         )
+        response.headers.extend(fault.headers)
+        return response
     body = fault.error_body()
     try:
         json.loads(body)
@@ -51,4 +53,5 @@ def fault_response(fault: Fault, *, stream: bool) -> web.Response:
     if fault.retry_after is not None:
         value = fault.retry_after
         response.headers["Retry-After"] = value if isinstance(value, str) else f"{value:g}"
+    response.headers.extend(fault.headers)
     return response

@@ -3,6 +3,8 @@
 A :class:`Fault` is what goes wrong (a 429, an HTML 502 page, a dropped connection, ...).
 A :class:`FaultRule` says which requests get it: a step glob, how many attempts of each
 matching step (``attempts=k`` makes it transient, ``None`` permanent) and a probability.
+An HTTP error fault may carry any response headers (``headers=``), e.g. those a relay
+adds: :meth:`Fault.litellm_rate_limit` is a 429 as LiteLLM's proxy passes one on.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FORMAT_REFUSALS", "Fault", "FaultKind", "FaultRule"]
+__all__ = ["FORMAT_REFUSALS", "LITELLM_NO_DB_BODY", "Fault", "FaultKind", "FaultRule"]
 
 FaultKind = Literal[
     "status", "html", "drop", "stall", "malformed", "stream_cut", "stream_error"
@@ -25,6 +28,11 @@ LLAMA_CPP_JSON_SCHEMA_BODY = (
     "CreateChatCompletionRequest\\nresponse_format.type\\n  Input should be 'text' or "
     "'json_object' [type=literal_error, input_value='json_schema', input_type=str]\"}}"
 )
+
+# LiteLLM's proxy (1.106, no database configured) answering a key that is not its
+# master_key: it would look the key up in a database it does not have. HTTP 400.
+LITELLM_NO_DB_BODY = json.dumps({"error": {
+    "message": "No connected db.", "type": "no_db_connection", "param": "None", "code": "400"}})
 
 # How each server refuses a response_format it does not take: (status, body) as sent.
 FORMAT_REFUSALS: dict[str, tuple[int, str]] = {
@@ -66,22 +74,46 @@ class Fault:
     body: str | None = None
     retry_after: float | str | None = None
     seconds: float = 0.0
+    # Extra response headers of an HTTP error ("status" and "html"), sent as given.
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
+    def rate_limit(
+        cls, retry_after: float | str | None = None, *,
+        headers: Mapping[str, str] | None = None,
+    ) -> Fault:
         """HTTP 429 with a JSON error, and a ``Retry-After`` header when given (a str is
-        sent verbatim: an HTTP date, or the junk a broken server sends)."""
-        return cls("status", http_status=429, retry_after=retry_after)
+        sent verbatim: an HTTP date, or the junk a broken server sends), plus
+        ``headers``."""
+        return cls("status", http_status=429, retry_after=retry_after,
+                   headers=tuple((headers or {}).items()))
 
     @classmethod
-    def status(cls, status: int = 500, *, body: str | None = None) -> Fault:
-        """An HTTP error with a JSON error body, or ``body`` verbatim when given."""
-        return cls("status", http_status=status, body=body)
+    def status(
+        cls, status: int = 500, *, body: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Fault:
+        """An HTTP error with a JSON error body, or ``body`` verbatim when given, plus
+        ``headers``."""
+        return cls("status", http_status=status, body=body, headers=tuple((headers or {}).items()))
 
     @classmethod
-    def html(cls, status: int = 502) -> Fault:
-        """An HTML error page, as a proxy or load balancer in front of a model sends."""
-        return cls("html", http_status=status)
+    def litellm_rate_limit(cls, retry_after: float = 1.5) -> Fault:
+        """A 429 as LiteLLM's proxy passes its upstream's on: the upstream's headers all
+        get an ``llm_provider-`` prefix, so the wait is in ``llm_provider-retry-after``
+        and there is no ``Retry-After``."""
+        return cls.rate_limit(headers={"llm_provider-retry-after": f"{retry_after:g}"})
+
+    @classmethod
+    def litellm_no_db(cls) -> Fault:
+        """LiteLLM's proxy without a database, given a key that is not its master_key."""
+        return cls("status", http_status=400, body=LITELLM_NO_DB_BODY)
+
+    @classmethod
+    def html(cls, status: int = 502, *, headers: Mapping[str, str] | None = None) -> Fault:
+        """An HTML error page, as a proxy or load balancer in front of a model sends, plus
+        ``headers``."""
+        return cls("html", http_status=status, headers=tuple((headers or {}).items()))
 
     @classmethod
     def drop(cls) -> Fault:

@@ -12,7 +12,14 @@ from .definition import (
     render_result,
     tool,
 )
-from .mcp import MCPServer, MCPServerState, parse_mcp_command
+from .mcp import (
+    MCPServer,
+    MCPServerSpec,
+    MCPServerState,
+    mcp_server_spec,
+    parse_mcp_add,
+    parse_mcp_command,
+)
 from .registry import MCPRegistry, mcp_registry, session_tools
 from .turns import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
 
@@ -21,6 +28,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "MCPRegistry",
     "MCPServer",
+    "MCPServerSpec",
     "MCPServerState",
     "Tool",
     "ToolArgumentsError",
@@ -30,8 +38,10 @@ __all__ = [
     "collect_tools",
     "describe_error",
     "mcp_registry",
+    "mcp_server_spec",
     "parse_arguments",
     "parse_docstring",
+    "parse_mcp_add",
     "parse_mcp_command",
     "render_result",
     "session_tools",

@@ -11,6 +11,14 @@ JSON-RPC ids: each ``tools/call`` is sent under an id derived from the run, the 
 step, the hop and the call's position in the turn (``swarmkit-<run>-worker-2-h1-0``),
 through the SDK's ``CallOptions["request_id"]``, so a repeated send of the same step's
 call carries the same id and a server or relay can deduplicate it.
+
+Least privilege: a server offers every tool it lists unless its spec says otherwise
+(``tools=``: only these; ``exclude_tools=``: all but these), by the server's own tool
+names (``get-env``) or swarmkit's (``everything__get-env``). A name the server does not
+list is a ConfigError naming the tools it does list. A tool's error (a ``CallToolResult``
+with ``isError``) reaches the model and the tables as the server sent it, scrubbed of
+credentials; when the server withheld the text (the MCP SDK does for an exception a tool
+did not raise as its ``ToolError``), the message says so.
 """
 
 from __future__ import annotations
@@ -22,15 +30,25 @@ import functools
 import json
 import logging
 import re
+import shlex
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any, Literal, TypeVar
 
+from ..credentials.scrub import scrub
 from ..engine.background import BackgroundLoop, background_loop
 from ..errors import ConfigError, MCPError, ToolError
 from .definition import Tool, ToolArgumentsError
 
-__all__ = ["MCPServer", "MCPServerState", "parse_mcp_command"]
+__all__ = [
+    "MCPServer",
+    "MCPServerSpec",
+    "MCPServerState",
+    "mcp_server_spec",
+    "parse_mcp_add",
+    "parse_mcp_command",
+]
 
 log = logging.getLogger("swarmkit")
 
@@ -49,12 +67,107 @@ _REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+MCP_ADD_USAGE = ("mcp add NAME -- command [args...] (before the --: --tools A,B offers only "
+                 "those tools, --exclude-tools C,D all but those)")
+# The keys of one server in mcp_servers={...}: the command (a list, or a string split as
+# a shell would, with args= after it as in Claude Desktop's and VS Code's mcp.json), its
+# environment, and which of its tools to offer.
+_SPEC_KEYS = ("command", "args", "env", "tools", "exclude_tools")
+
+
+@dataclass(frozen=True, slots=True)
+class MCPServerSpec:
+    """One MCP server to start: its name, command and environment, and which of its
+    tools to offer (``tools``: only these, None: all; ``exclude_tools``: not these)."""
+
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] | None = None
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+
+
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    """``"a,b"`` or ``["a", "b"]`` -> ``("a", "b")``; a ConfigError for anything else."""
+    items = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else value
+    if not isinstance(items, Iterable) or isinstance(items, Mapping):
+        raise ConfigError(f"{what} must be tool names, e.g. ['echo', 'add'], got {value!r}")
+    names = [item.strip() if isinstance(item, str) else item for item in items]
+    if not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"{what} must be tool names, e.g. ['echo', 'add'], got {value!r}")
+    if not names:
+        raise ConfigError(f"{what} is empty: name at least one tool, or leave it out")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_mcp_add(words: Sequence[str]) -> MCPServerSpec:
+    """``%swarm mcp add``'s words: ``NAME [--tools A,B] [--exclude-tools C] -- cmd ...``."""
+    words = list(words)
+    if "--" not in words or words.index("--") == 0 or words.index("--") == len(words) - 1:
+        raise ConfigError(f"usage: {MCP_ADD_USAGE}")
+    cut = words.index("--")
+    name, flags, command = words[0], words[1:cut], words[cut + 1:]
+    chosen: dict[str, tuple[str, ...]] = {}
+    while flags:
+        flag, *rest = flags
+        key = flag.partition("=")[0].lstrip("-").replace("-", "_")
+        if key not in ("tools", "exclude_tools") or key in chosen:
+            raise ConfigError(f"unexpected {flag!r}; usage: {MCP_ADD_USAGE}")
+        if "=" in flag:
+            value, flags = flag.partition("=")[2], rest
+        elif rest:
+            value, flags = rest[0], rest[1:]
+        else:
+            raise ConfigError(f"{flag} needs tool names, e.g. {flag} echo,add")
+        chosen[key] = _names(value, flag)
+    return MCPServerSpec(name, tuple(command), tools=chosen.get("tools"),
+                         exclude_tools=chosen.get("exclude_tools", ()))
+
+
 def parse_mcp_command(words: Sequence[str]) -> tuple[str, list[str]]:
     """``["NAME", "--", "cmd", "arg"]`` -> ``("NAME", ["cmd", "arg"])``."""
-    words = list(words)
-    if len(words) < 3 or words[1] != "--":
-        raise ConfigError("usage: mcp add NAME -- command [args...]")
-    return words[0], words[2:]
+    spec = parse_mcp_add(words)
+    return spec.name, list(spec.command)
+
+
+def mcp_server_spec(name: str, value: Any) -> MCPServerSpec:
+    """One entry of ``mcp_servers={name: value}``: a command (a list of words, or a
+    string split as a shell would), or a dict with ``command`` (and ``args``, ``env``,
+    ``tools``, ``exclude_tools``)."""
+    if isinstance(value, MCPServerSpec):
+        return value
+    if not isinstance(value, Mapping):
+        return MCPServerSpec(name, _command(name, value))
+    unknown = [key for key in value if key not in _SPEC_KEYS]
+    if unknown:
+        raise ConfigError(f"MCP server {name!r}: unknown key {unknown[0]!r}; use "
+                          f"{', '.join(_SPEC_KEYS)}")
+    if "command" not in value:
+        raise ConfigError(f"MCP server {name!r} needs a command, e.g. "
+                          "{'command': ['python', 'server.py']}")
+    command = _command(name, value["command"]) + _command(name, value.get("args", ()), True)
+    env = value.get("env")
+    if env is not None and not (
+        isinstance(env, Mapping) and all(isinstance(v, str) for v in env.values())
+    ):
+        raise ConfigError(f"MCP server {name!r}: env must map names to strings")
+    tools = value.get("tools")
+    return MCPServerSpec(
+        name, command, env=None if env is None else dict(env),
+        tools=None if tools is None else _names(tools, f"MCP server {name!r}: tools"),
+        exclude_tools=(_names(value["exclude_tools"], f"MCP server {name!r}: exclude_tools")
+                       if value.get("exclude_tools") is not None else ()),
+    )
+
+
+def _command(name: str, value: Any, extra: bool = False) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    if isinstance(value, Sequence) and all(isinstance(w, str) for w in value):
+        return tuple(value)
+    what = "args" if extra else "the command"
+    raise ConfigError(f"MCP server {name!r}: {what} must be a list of strings or one "
+                      f"string, got {value!r}")
 
 
 def _import_sdk() -> Any:
@@ -98,6 +211,8 @@ class MCPServer:
         cwd: str | None = None,
         start_timeout: float = START_TIMEOUT,
         bridge: BackgroundLoop | None = None,
+        tools: Sequence[str] | None = None,
+        exclude_tools: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not _SERVER_NAME.match(name) or "__" in name:
             raise ConfigError(
@@ -113,7 +228,12 @@ class MCPServer:
         self.start_timeout = start_timeout
         self.state: MCPServerState = "new"
         self.error: str | None = None
+        # Every tool the server lists, and the ones offered to the workers (see offer()).
+        self.listed: tuple[Tool, ...] = ()
         self.tools: tuple[Tool, ...] = ()
+        self.allowed: tuple[str, ...] | None = None if tools is None else tuple(tools)
+        self.excluded: tuple[str, ...] = tuple(exclude_tools)
+        self._mcp_names: dict[str, str] = {}  # NAME__tool -> the server's own tool name
         self._bridge = bridge or background_loop()
         self._session: Any = None
         self._stopping: asyncio.Event | None = None
@@ -163,8 +283,39 @@ class MCPServer:
             await self._stop()
             self.state, self.error = "failed", error
             raise MCPError(error) from None
-        self.tools = self._as_tools(listed)
+        self.listed = self._as_tools(listed)
+        try:
+            self.offer(self.allowed, self.excluded)
+        except ConfigError:
+            await self._stop()
+            raise
         self.state = "running"
+        return self.tools
+
+    def offer(
+        self, tools: Sequence[str] | None = None, exclude_tools: Sequence[str] = ()
+    ) -> tuple[Tool, ...]:
+        """Offer only ``tools`` (None: every listed tool) minus ``exclude_tools``; either
+        by the server's names or as ``NAME__tool``. A ConfigError, changing nothing, when
+        a name is not one the server lists."""
+        by_name = {t.name: t for t in self.listed}
+        by_name.update({self._mcp_names[t.name]: t for t in self.listed})
+
+        def pick(names: Sequence[str], what: str) -> set[str]:
+            missing = [n for n in names if n not in by_name]
+            if missing:
+                listed = ", ".join(self._mcp_names[t.name] for t in self.listed) or "none"
+                raise ConfigError(
+                    f"MCP server {self.name!r} has no tool {missing[0]!r} to {what}; "
+                    f"it offers: {listed}")
+            return {by_name[n].name for n in names}
+
+        allowed = None if tools is None else pick(tools, "offer")
+        excluded = pick(exclude_tools, "exclude")
+        self.tools = tuple(t for t in self.listed
+                           if (allowed is None or t.name in allowed) and t.name not in excluded)
+        self.allowed = None if tools is None else tuple(tools)
+        self.excluded = tuple(exclude_tools)
         return self.tools
 
     async def _serve(self, ready: asyncio.Future[list[Any]]) -> None:
@@ -250,7 +401,7 @@ class MCPServer:
             _REQUEST_ID.reset(token)
         text = _result_text(result)
         if result.is_error:
-            raise ToolError(f"{self.name}__{tool} failed: {text}")
+            raise ToolError(f"{self.name}__{tool} failed: {_error_text(tool, scrub(text))}")
         return text
 
     # -- helpers -----------------------------------------------------------------------
@@ -300,6 +451,7 @@ class MCPServer:
                             self.name, item.name, name)
                 continue
             schema = dict(item.input_schema or {"type": "object", "properties": {}})
+            self._mcp_names[name] = item.name
             tools[name] = Tool(
                 name=name,
                 description=item.description or "",
@@ -339,6 +491,17 @@ def _result_text(result: Any) -> str:
     if not parts and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
     return "\n".join(parts)
+
+
+def _error_text(tool: str, text: str) -> str:
+    """A tool's error as the model should read it. The MCP Python SDK prefixes the text a
+    tool raised as its ToolError with ``Error executing tool NAME: ``, and sends that
+    prefix alone for any other exception, whose text it keeps on the server."""
+    prefix = f"Error executing tool {tool}"
+    if text.strip() == prefix:
+        return (f"{prefix} (the server sent no reason: the MCP SDK keeps an unexpected "
+                "exception's text on the server; a tool that raises its ToolError sends it)")
+    return text.removeprefix(f"{prefix}: ") or prefix
 
 
 def _exception_text(exc: BaseException) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from ..errors import ConfigError, MCPError, ToolError
 from ..events import ToolCallFinished
 from ..records import ToolCallRecord
 from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
-from .registry import mcp_registry
+from .mcp import MCPServer, mcp_server_spec
+from .registry import choose_tools, mcp_registry, tool_names
 
 if TYPE_CHECKING:
     from ..engine.swarm import WorkerContext
@@ -62,24 +62,37 @@ def collect_tools(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]
 
 async def build_worker_loop(
     tools: Iterable[Tool | Callable[..., Any]] | None = None,
-    mcp_servers: Mapping[str, Sequence[str] | str] | None = None,
+    mcp_servers: Mapping[str, Sequence[str] | str | Mapping[str, Any]] | None = None,
+    mcp_tools: Sequence[str] | str | None = None,
+    mcp_exclude_tools: Sequence[str] | str = (),
 ) -> ToolLoop | None:
     """The worker loop for ``swarmkit.run(tools=..., mcp_servers=...)``; None if no tools.
 
-    MCP servers join the session's registry (kept up, reused by name). One that cannot
-    start is logged with its error and left out: the run goes on without its tools.
+    MCP servers join the session's registry (kept up, reused by name); each is a command
+    or a dict with ``command`` and the tools to offer (``swarmkit.tools.mcp_server_spec``).
+    One that cannot start is logged with its error and left out: the run goes on without
+    its tools. ``mcp_tools`` / ``mcp_exclude_tools`` narrow them further, by ``NAME__tool``
+    (``swarmkit.tools.registry.choose_tools``). A tool list naming a tool a server lacks
+    is a ConfigError.
     """
     chosen: list[Tool | Callable[..., Any]] = list(tools or ())
+    started: list[MCPServer] = []
+    failed: set[str] = set()
     if mcp_servers:
         registry = mcp_registry()
-        for name, command in mcp_servers.items():
-            words = shlex.split(command) if isinstance(command, str) else list(command)
+        for name, value in mcp_servers.items():
+            spec = mcp_server_spec(name, value)
             try:
-                server = await registry.add(name, words)
+                started.append(await registry.add_spec(spec))
             except MCPError as exc:
                 log.warning("%s; the run goes on without its tools", exc)
-                continue
-            chosen += server.tools
+                failed.add(name)
+    if started or mcp_tools or mcp_exclude_tools:
+        # The names of a server that did not start go with it: the run goes on without.
+        def alive(names: Sequence[str] | str) -> list[str]:
+            return [n for n in tool_names(names) if n.partition("__")[0] not in failed]
+        chosen += choose_tools(started, None if mcp_tools is None else alive(mcp_tools),
+                               alive(mcp_exclude_tools))
     return ToolLoop(chosen) if chosen else None
 
 

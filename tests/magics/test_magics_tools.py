@@ -128,13 +128,14 @@ def test_mcp_add_list_use_and_remove(shell: InteractiveShell, server: FakeServer
     command = f"{sys.executable} {MCP_SERVER}"
     added = shell.run_line_magic("swarm", f"mcp add shop -- {command}")
     try:
-        assert added.title == "MCP server shop: 3 tools"
-        assert [row[0] for row in added.rows] == ["shop__lookup", "shop__explode", "shop__whoami"]
+        assert added.title == "MCP server shop: 4 tools"
+        assert [row[0] for row in added.rows] == \
+            ["shop__lookup", "shop__explode", "shop__price", "shop__whoami"]
         listing = shell.run_line_magic("swarm", "mcp list")
         assert [row[:2] for row in listing.rows] == [("shop", "running")]
         run = swarm_cell(shell, server)
         by_tool = {c.tool: c for c in run.tool_calls}
-        assert set(by_tool) == {"shop__lookup", "shop__explode", "shop__whoami"}
+        assert set(by_tool) == {"shop__lookup", "shop__explode", "shop__price", "shop__whoami"}
         assert json.loads(by_tool["shop__lookup"].result or "")["status"] == "shipped"
         assert (by_tool["shop__explode"].error or "").startswith("ToolError: shop__explode")
         assert "shop__lookup" in str(run)
@@ -145,6 +146,70 @@ def test_mcp_add_list_use_and_remove(shell: InteractiveShell, server: FakeServer
     assert mcp_registry().get("shop") is None
     after = swarm_cell(shell, server)
     assert after.tool_calls == [] and after.workers[0].output == "no tools"
+
+
+def test_mcp_add_with_tools_offers_only_those_and_says_what_it_holds_back(
+    shell: InteractiveShell, server: FakeServer
+) -> None:
+    command = f"{sys.executable} {MCP_SERVER}"
+    added = shell.run_line_magic("swarm", f"mcp add shop --tools lookup,price -- {command}")
+    try:
+        assert added.title == "MCP server shop: 2 tools"
+        assert [row[0] for row in added.rows] == ["shop__lookup", "shop__price"]
+        assert added.note.startswith("offered to every %%swarm cell; not offered: "
+                                     "shop__explode, shop__whoami;")
+        [listed] = shell.run_line_magic("swarm", "mcp list").rows
+        assert listed[2:4] == ("shop__lookup, shop__price", "shop__explode, shop__whoami")
+        run = swarm_cell(shell, server)
+        assert [c.tool for c in run.tool_calls] == ["shop__lookup", "shop__price"]
+        # The same server again with a deny-list: the same process, another choice.
+        again = shell.run_line_magic(
+            "swarm", f"mcp add shop --exclude-tools explode,whoami,price -- {command}")
+        assert [row[0] for row in again.rows] == ["shop__lookup"]
+        with pytest.raises(UsageError) as caught:
+            shell.run_line_magic("swarm", f"mcp add shop --tools get-env -- {command}")
+        assert str(caught.value) == (
+            "%swarm mcp add: MCP server 'shop' has no tool 'get-env' to offer; it offers: "
+            "lookup, explode, price, whoami")
+        assert [t.name for t in mcp_registry().tools()] == ["shop__lookup"]  # unchanged
+        everything = shell.run_line_magic("swarm", f"mcp add shop -- {command}")
+        assert everything.title == "MCP server shop: 4 tools"
+        assert everything.note.startswith("all its tools, offered to every %%swarm cell")
+    finally:
+        with capture_output():
+            shell.run_line_magic("swarm", "mcp remove shop")
+
+
+def test_swarm_config_mcp_tools_narrows_the_session_servers_tools(
+    shell: InteractiveShell, server: FakeServer
+) -> None:
+    command = f"{sys.executable} {MCP_SERVER}"
+    shell.run_line_magic("swarm", f"mcp add shop -- {command}")
+    try:
+        table = shell.run_line_magic("swarm", "config mcp_tools=shop__lookup,shop__price")
+        assert ("mcp_tools", "shop__lookup,shop__price", "session") in table.rows
+        run = swarm_cell(shell, server)
+        assert [c.tool for c in run.tool_calls] == ["shop__lookup", "shop__price"]
+        shell.run_line_magic("swarm", "config mcp_exclude_tools=shop__price")
+        run = swarm_cell(shell, server)
+        assert [c.tool for c in run.tool_calls] == ["shop__lookup"]
+        shell.run_line_magic("swarm", "config mcp_tools=shop__prize mcp_exclude_tools=")
+        requests = len(server.requests)
+        with pytest.raises(UsageError) as caught:
+            swarm_cell(shell, server)
+        assert str(caught.value) == (
+            "%%swarm: mcp_tools: MCP server 'shop' offers no tool 'prize'; it offers: "
+            "shop__lookup, shop__explode, shop__price, shop__whoami (set by %swarm config)")
+        assert len(server.requests) == requests  # refused before any call
+        with pytest.raises(UsageError, match="mcp_tools: 'price' is not an MCP tool's name; "
+                                             "write NAME__tool"):
+            shell.run_line_magic("swarm", "config mcp_tools=price")
+    finally:
+        shell.run_line_magic("swarm", "config mcp_tools= mcp_exclude_tools=")
+        with capture_output():
+            shell.run_line_magic("swarm", "mcp remove shop")
+    table = shell.run_line_magic("swarm", "config")
+    assert not [row for row in table.rows if row[0].startswith("mcp_")]
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from swarmkit.calls import ToolCallRequest
-from swarmkit.provider.decode import ServerSentEvents, StreamAccumulator, parse_completion
+from swarmkit.provider.decode import (
+    ServerSentEvents,
+    StreamAccumulator,
+    parse_completion,
+    retry_after_seconds,
+)
 from swarmkit.usage import Usage
 
 
@@ -91,3 +96,18 @@ def test_stream_accumulator_joins_json_chunks_with_tool_call_pieces() -> None:
     assert response.finish_reason == "tool_calls"
     assert response.tool_calls == (ToolCallRequest(id="c1", name="add", arguments='{"a": 1}'),)
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (5, 3)
+
+
+@pytest.mark.parametrize(("headers", "seconds"), [
+    ({"llm_provider-retry-after": "1.5"}, 1.5),  # LiteLLM's copy of the upstream's
+    ({"llm_provider-retry-after-ms": "250"}, 0.25),
+    ({"retry-after-ms": "250"}, 0.25),
+    ({"retry-after": "2", "llm_provider-retry-after": "9"}, 2.0),  # the server's own first
+    ({"retry-after-ms": "100", "llm_provider-retry-after": "9"}, 0.1),
+    ({"llm_provider-retry-after": "nan"}, None),
+    ({"x-ratelimit-reset-requests": "1s"}, None),
+])
+def test_retry_after_is_read_from_the_server_then_from_a_relays_copy(
+    headers: dict[str, str], seconds: float | None
+) -> None:
+    assert retry_after_seconds(headers) == seconds

@@ -273,6 +273,41 @@ def test_retry_after_is_capped_at_backoff_max(server: FakeServer) -> None:
     assert [e.delay for e in retries(events)] == [0.01]
 
 
+def test_a_429_relayed_by_litellm_is_retried_no_sooner_than_its_llm_provider_retry_after(
+    server: FakeServer,
+) -> None:
+    # LiteLLM's proxy moves the upstream's Retry-After to llm_provider-retry-after.
+    server.add_fault(FaultRule(Fault.litellm_rate_limit(retry_after=1.5), attempts=1))
+    events: list[Event] = []
+    result = complete(server, events=events, backoff_max=5.0)
+    assert result.attempts == 2
+    assert [(e.status, e.delay) for e in retries(events)] == [(429, 1.5)]
+    first, second = server.requests
+    assert second.arrived_at - first.arrived_at >= 1.5
+
+
+def test_litellms_no_connected_db_400_points_at_the_key_not_the_request(
+    server: FakeServer,
+) -> None:
+    server.add_fault(Fault.litellm_no_db())
+    with pytest.raises(ProviderError) as caught:
+        complete(server)
+    message = str(caught.value)
+    assert message == (
+        f"HTTP 400 from 127.0.0.1:{server.port}: No connected db.; the proxy could not check "
+        "the key in $OPENAI_API_KEY (LiteLLM: 'No connected db.'); check the key, or the "
+        "proxy's master_key or database"
+    )
+    assert "refused as sent" not in message
+    assert KEY not in message
+
+
+def test_another_400_still_says_the_request_was_refused(server: FakeServer) -> None:
+    server.add_fault(Fault.status(400))
+    with pytest.raises(ProviderError, match="the request was refused as sent"):
+        complete(server)
+
+
 def test_backoff_without_retry_after_stays_under_the_exponential_ceiling(
     server: FakeServer,
 ) -> None:

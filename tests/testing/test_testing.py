@@ -369,6 +369,27 @@ def test_rate_limit_fault_without_retry_after(server: FakeServer) -> None:
     assert "retry-after" not in response.headers
 
 
+def test_a_fault_sends_the_headers_it_is_given(server: FakeServer) -> None:
+    server.add_fault(FaultRule(Fault.status(503, headers={"x-litellm-attempted-retries": "2"}),
+                               step="worker-1"))
+    server.add_fault(FaultRule(Fault.html(502, headers={"Via": "1.1 gateway"}), step="w-2"))
+    response = chat(server)
+    assert response.status_code == 503
+    assert response.headers["x-litellm-attempted-retries"] == "2"
+    page = chat(server, step="w-2")
+    assert (page.status_code, page.headers["via"]) == (502, "1.1 gateway")
+
+
+def test_a_litellm_rate_limit_names_its_wait_only_under_the_relays_prefix(
+    server: FakeServer,
+) -> None:
+    server.add_fault(Fault.litellm_rate_limit(retry_after=1.5))
+    response = chat(server)
+    assert response.status_code == 429
+    assert response.headers["llm_provider-retry-after"] == "1.5"
+    assert "retry-after" not in response.headers
+
+
 @pytest.mark.parametrize("status", [500, 503])
 def test_status_fault_is_a_json_error(server: FakeServer, status: int) -> None:
     server.add_fault(Fault.status(status))

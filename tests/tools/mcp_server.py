@@ -3,7 +3,9 @@
 It speaks MCP over stdio through the official SDK's server API and offers:
 
 - ``lookup(order_id)``: returns data about an order;
-- ``explode(message)``: always raises, so the client sees a tool error;
+- ``explode(message)``: always raises (a crash: the SDK keeps its text on the server);
+- ``price(item)``: refuses every item with the SDK's ``ToolError``, whose text the client
+  receives; the text quotes a credential (``Bearer ...``), which swarmkit must scrub;
 - ``whoami()``: the JSON-RPC request id it received, so tests can check swarmkit's ids.
 
 ``--die-after N`` ends the process during the call after N tool calls (a server that
@@ -17,9 +19,13 @@ import os
 import sys
 from typing import Any
 
+# The credential price()'s error quotes: swarmkit must never pass it on.
+CATALOGUE_TOKEN = "cat-4f9a2b7c1d8e6f3a"
+
 
 def build(die_after: int) -> Any:
     from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer("swarmkit-test")
     calls = {"n": 0}
@@ -44,6 +50,12 @@ def build(die_after: int) -> Any:
         """Always fails with the given message."""
         count()
         raise RuntimeError(f"boom: {message}")
+
+    @server.tool()
+    def price(item: str) -> float:
+        """The unit price of an item in USD."""
+        count()
+        raise ToolError(f"no price for {item!r}; the catalogue refused Bearer {CATALOGUE_TOKEN}")
 
     @server.tool()
     def whoami(ctx: Context) -> str:

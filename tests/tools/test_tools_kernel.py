@@ -77,7 +77,7 @@ def test_mcp_server_through_swarm_cell_in_a_kernel(tmp_path: Path) -> None:
                                 resources={"metadata": {"path": str(tmp_path)}})
         client.execute(env=env)
     _, added, swarm_cell, check = nb.cells
-    assert "MCP server shop: 3 tools" in added.outputs[0]["data"]["text/plain"]
+    assert "MCP server shop: 4 tools" in added.outputs[0]["data"]["text/plain"]
     assert json.loads(check.outputs[0]["text"]) == [
         ["shop__lookup", True], ["shop__explode", False], "completed", 2,
     ]
