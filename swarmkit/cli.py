@@ -231,12 +231,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{PROG}: not running the demo: {taken}; pass --force to "
                          "replace it, or --out OTHER.ipynb\n")
         return EXIT_USAGE
-    sys.stderr.write("starting the embedded model (SmolLM2-135M, llama.cpp) ...\n")
+    sys.stderr.write("starting the embedded model (SmolLM2-135M, llama.cpp's server) ...\n")
     sys.stderr.flush()
     options = {
         "model": "local",
         "workers": args.workers,
-        "concurrency": 1,
+        # Every worker at once: the embedded server has a slot for each (up to 8).
+        "concurrency": args.workers,
         "max_tokens": 256,
         "reducer_max_tokens": 512,
         "temperature": 0.2,

@@ -99,7 +99,7 @@ def test_the_distribution_is_jupyter_swarmkit_and_the_command_jswarm() -> None:
     assert project["name"] == "jupyter-swarmkit"
     assert project["scripts"] == {"jswarm": "swarmkit.cli:main"}
     for extra, requirements in project["optional-dependencies"].items():
-        for requirement in requirements if extra not in _NOT_YET else ():
+        for requirement in requirements:
             assert not requirement.startswith("swarmkit["), (extra, requirement)
 
 
@@ -113,9 +113,6 @@ def test_python_m_swarmkit_is_the_jswarm_command() -> None:
 
 # The other project's name after "pip install", bare or with extras, in any quotes.
 _WRONG_INSTALL = re.compile(r"""pip install(?: -[-\w]+)*\s+["']?swarmkit(?:\[|["'\s]|$)""")
-# Until the embedded model's own change lands (the lead's part of issue 25): its hint,
-# the test that pins it, and the `local` extra's self-reference.
-_NOT_YET = {"swarmkit/provider/embedded.py", "tests/provider/test_embedded.py", "local"}
 
 
 def test_no_file_tells_users_to_install_the_other_projects_swarmkit() -> None:
@@ -126,7 +123,7 @@ def test_no_file_tells_users_to_install_the_other_projects_swarmkit() -> None:
     wrong = []
     for name in tracked.stdout.splitlines():
         path = ROOT / name
-        if name in _NOT_YET or path.suffix not in {".py", ".md", ".txt", ".toml", ".ipynb",
+        if path.suffix not in {".py", ".md", ".txt", ".toml", ".ipynb",
                                                     ".cfg", ".yml", ".yaml", ""}:
             continue
         try:
