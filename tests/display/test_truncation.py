@@ -228,3 +228,11 @@ def test_a_call_record_is_cut_only_when_it_finished_with_length() -> None:
     assert isinstance(call, CallRecord)
     assert [replace(call, finish_reason=r).cut for r in ("length", "stop", None)] == [
         True, False, False]
+
+
+def test_a_worker_cut_in_batch_mode_is_marked_as_cut() -> None:
+    with FakeServer(cut_worker_and_reducer, plan_tasks=3) as server:
+        run = swarmkit.run_sync(TASK, **options(server, batch=True, batch_poll=0.02))
+        assert server.batches.created == 1
+    assert run.batches and run.status == "completed"
+    assert_marked_as_cut(run)
