@@ -65,18 +65,23 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
     """Turn ``auto`` into a real model and point ``local`` roles at the embedded server.
 
     ``auto`` is the hosted default when a key or base URL is configured, and the
-    embedded local model otherwise, so a newcomer with no key still gets a real swarm.
+    embedded local model otherwise, so a newcomer with no key still gets a real swarm;
+    the roles it sent to the embedded model are ``auto_local``, which every view of the
+    run states in one line (``config.automodel.auto_notice``).
     """
     roles: dict[str, RoleConfig] = {}
+    auto_local: list[str] = []
     for name in ROLES:
         role = config.role(name)
         if role.model == AUTO_MODEL:
             hosted = role.base_url is not None or _has_key(role, env)
             role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
+            if not hosted:
+                auto_local.append(name)
         if role.is_local and role.base_url is None:
             role = resolve_local(role, slots=config.concurrency)
         roles[name] = role
-    return replace(config, **roles)
+    return replace(config, **roles, auto_local=tuple(auto_local) or config.auto_local)
 
 
 async def create_engine(

@@ -11,6 +11,7 @@ from .schema import Cost, Count, JSONValue, Schema, Seconds
 from .usage import Usage
 
 __all__ = [
+    "CUT_FINISH_REASON",
     "BatchRecord",
     "CallRecord",
     "RetryRecord",
@@ -21,6 +22,10 @@ __all__ = [
     "reducer_part_of_step",
     "worker_of_step",
 ]
+
+# The finish reason of an answer that hit its max tokens (OpenAI's and every compatible
+# server's word for it).
+CUT_FINISH_REASON = "length"
 
 WorkerStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
 
@@ -83,9 +88,18 @@ class CallRecord:
     occurrence: Count = 0
     error: str | None = None
     status: Count | None = None  # HTTP status of the final failure, if any
+    # Why the model stopped ("stop", "length", "tool_calls", ...), as the server said;
+    # None for a failed call, a server that does not say, or a file older than the field.
+    finish_reason: str | None = None
 
     def __post_init__(self) -> None:
         _priced(self)
+
+    @property
+    def cut(self) -> bool:
+        """The answer ended at the call's max tokens (``finish_reason`` ``length``): its
+        text may stop mid-sentence."""
+        return self.finish_reason == CUT_FINISH_REASON
 
     @property
     def retries(self) -> int:
@@ -112,6 +126,8 @@ class CallRecord:
             "occurrence": self.occurrence,
             "error": self.error,
             "status": self.status,
+            # Written when known: a record without it reads back the same (None).
+            **({} if self.finish_reason is None else {"finish_reason": self.finish_reason}),
         }
 
     @classmethod

@@ -258,5 +258,6 @@ class RecordedConfig(TypedDict, total=False):
     prices: list[tuple[str, str, str]]
     tasks: list[str]
     reduce: Flag
+    auto_local: list[str]
     batch: Flag
     batch_poll: Number

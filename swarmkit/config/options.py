@@ -225,6 +225,8 @@ OPTIONS: tuple[Option, ...] = (
        "A,B", on="config"),
     # set by swarmkit itself, or from Python only
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
+    _o("auto_local", "names", "roles whose 'auto' model became the embedded one (no key "
+       "or base URL set; what swarmkit sets)", on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
        on=""),
 )

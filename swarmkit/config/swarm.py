@@ -153,6 +153,9 @@ class SwarmConfig:
     # is looked at every batch_poll seconds; the planner and the reducer run live.
     batch: bool = False
     batch_poll: float = 30.0
+    # The roles whose "auto" model became the embedded one because no key or base URL
+    # was set (set by api.resolve_models; config.automodel says so in every view).
+    auto_local: tuple[str, ...] = ()
 
     def role(self, role: Role) -> RoleConfig:
         return getattr(self, role)  # type: ignore[no-any-return]
@@ -172,6 +175,10 @@ class SwarmConfig:
         data["prices"] = [list(p) for p in self.prices]
         data["refresh"] = list(self.refresh)
         data["tasks"] = list(self.tasks)
+        if self.auto_local:
+            data["auto_local"] = list(self.auto_local)
+        else:  # the usual case: no key of its own, so a recorded run reads as before
+            del data["auto_local"]
         return data
 
     @classmethod
@@ -186,6 +193,7 @@ class SwarmConfig:
         values["prices"] = tuple(tuple(p) for p in values.get("prices") or ())
         values["refresh"] = tuple(values.get("refresh") or ())
         values["tasks"] = tuple(values.get("tasks") or ())
+        values["auto_local"] = tuple(values.get("auto_local") or ())
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -400,7 +408,7 @@ def _coerce_top(name: str, value: Any, option: str = "") -> Any:
                 return False
             raise ConfigError(f"{name} must be true or false, got {value!r}")
         return bool(value)
-    if name == "refresh":
+    if name in ("refresh", "auto_local"):
         steps = value.split(",") if isinstance(value, str) else list(value)
         return tuple(str(step).strip() for step in steps if str(step).strip())
     if name == "tasks":

@@ -2,7 +2,8 @@
 
 The totals line counts every call, the worker table only the workers' calls; this
 summary is what makes the two add up on screen. Its last row is the run's own total,
-summed from the same calls.
+summed from the same calls. Each role's row names the model(s) its calls asked for, and
+counts its calls cut at max tokens.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ROLE_HEADERS", "RoleSpend", "role_spend"]
 
-ROLE_HEADERS = ("role", "calls", "attempts", "retries", "tokens in", "tokens out", "cost")
+# A "cut" column (calls cut at max tokens) goes before "model" when a run has any.
+ROLE_HEADERS = ("role", "calls", "attempts", "retries", "tokens in", "tokens out", "cost",
+                "model")
 _LABELS = {"planner": "planner", "worker": "workers", "reducer": "reducer"}
 
 
@@ -32,6 +35,13 @@ class RoleSpend:
     usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal | None = Decimal(0)
     retries: int = 0  # the calls' CallRecord.retries
+    models: tuple[str, ...] = ()  # the models its calls asked for, first seen first
+    cut: int = 0  # its calls cut at max tokens (CallRecord.cut)
+
+    @property
+    def model(self) -> str:
+        """The model cell: its one model, or its models comma-separated."""
+        return ", ".join(self.models)
 
 
 def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
@@ -42,10 +52,11 @@ def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
     order = [*(label for label in _LABELS.values() if label in groups),
              *sorted(label for label in groups if label not in _LABELS.values())]
     rows = [_spend(label, groups[label]) for label in order]
-    return [*rows, _spend("total", calls)]
+    return [*rows, _spend("total", calls, named=False)]
 
 
-def _spend(role: str, calls: list[CallRecord]) -> RoleSpend:
+def _spend(role: str, calls: list[CallRecord], named: bool = True) -> RoleSpend:
     usage = Usage.total(call.usage for call in calls)
+    models = tuple(dict.fromkeys(c.model for c in calls)) if named else ()
     return RoleSpend(role, len(calls), sum(c.attempts for c in calls), usage, usage.cost,
-                     sum(c.retries for c in calls))
+                     sum(c.retries for c in calls), models, sum(1 for c in calls if c.cut))

@@ -88,10 +88,13 @@ def worker_body(
     where: str,
     output_limit: int = MAX_OUTPUT_CHARS,
     message_limit: int = MAX_MESSAGE_CHARS,
+    cut_note: str | None = None,
 ) -> str:
     """The inside of worker ``index``'s drill-down; ``where`` names how to reach it whole.
 
-    The live view passes smaller limits: it re-sends the section on every push.
+    ``cut_note`` says the output stopped at its max tokens (``display.truncation``), just
+    above the output. The live view passes smaller limits: it re-sends the section on
+    every push.
     """
     parts = [f"<div class=\"sk-drill\"><b>sub-task {index}</b>"
              f"<pre>{_esc(cut(task, MAX_OUTPUT_CHARS, where))}</pre>"]
@@ -104,7 +107,8 @@ def worker_body(
         parts.append(f"<b>tool calls ({tool_total})</b>{listed}")
     if output is not None:
         text = cut(output, output_limit, f"{where}.output")
-        parts.append(f'<b>output</b><div class="sk-md">{markdown_html(text)}</div>')
+        warning = f'<p class="sk-warn">⚠ {_esc(cut_note)}</p>' if cut_note else ""
+        parts.append(f'<b>output</b>{warning}<div class="sk-md">{markdown_html(text)}</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -129,14 +133,14 @@ def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, 
 
 def worker_details(
     run: RunRecord, worker: WorkerRecord, tool_calls: Sequence[ToolCallRecord],
-    failure: Failure | None, summary: str,
+    failure: Failure | None, summary: str, cut_note: str | None = None,
 ) -> str:
-    """A static worker row's expandable task cell."""
+    """A static worker row's expandable task cell (``cut_note``: its output was cut)."""
     where = f"run.worker({worker.index})"
     body = worker_body(
         index=worker.index, task=worker.task, messages=run_worker_messages(run, worker),
         output=worker.output, tool_calls=tool_calls, tool_total=len(tool_calls),
-        failure=failure, where=where,
+        failure=failure, where=where, cut_note=cut_note,
     )
     return details(summary, body, title=worker.task)
 
@@ -146,7 +150,9 @@ def planner_details(run: RunRecord) -> str:
     if not run.plan_raw:
         return ""
     body = f'<div class="sk-drill">{_pre(run.plan_raw, MAX_OUTPUT_CHARS, "run.plan_raw")}</div>'
-    return details(f"planner's raw reply ({len(run.plan_raw):,} characters)", body,
+    planned = [call for call in run.calls if call.role == "planner" and call.error is None]
+    cut_mark = " · cut at max tokens" if planned and planned[-1].cut else ""
+    return details(f"planner's raw reply ({len(run.plan_raw):,} characters){cut_mark}", body,
                    css="sk-planner")
 
 

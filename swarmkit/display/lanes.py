@@ -1,9 +1,9 @@
 """One compact lane per variant while a comparison runs, rendered from its ``LiveState``.
 
 A lane is two lines: the variant's label, its phase and its clock; then its workers
-done of all (by status), tokens, cost and tool calls, over a thin bar of finished
-workers. The comparison's header sums what every lane spent. Both have a text form
-too (the same figures on one line). Everything is escaped.
+done of all (by status), its calls cut at max tokens (when any), tokens, cost and tool
+calls, over a thin bar of finished workers. The comparison's header sums what every lane
+spent. Both have a text form too (the same figures on one line). Everything is escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..usage import Usage
 from .livestate import LiveState
 from .tables import format_cost, format_tokens
 from .theme import COLOURS, STYLE
+from .truncation import CUT_MARK
 
 __all__ = ["lane_text", "lane_workers", "render_header", "render_lane"]
 
@@ -56,6 +57,11 @@ def lane_workers(state: LiveState) -> str:
     return f"{state.finished}/{total} done" + (f" ({' · '.join(parts)})" if parts else "")
 
 
+def _cut(state: LiveState) -> str:
+    """`` · 2 cut at max tokens``: the lane's calls that stopped at their max tokens."""
+    return f" · {state.cut_calls:,} {CUT_MARK}" if state.cut_calls else ""
+
+
 def _spend(usage: Usage, tools: int | None = None) -> str:
     spent = (f"tokens {format_tokens(usage.prompt_tokens)} in / "
              f"{format_tokens(usage.completion_tokens)} out · cost {format_cost(usage.cost)}")
@@ -65,7 +71,7 @@ def _spend(usage: Usage, tools: int | None = None) -> str:
 def lane_text(label: str, state: LiveState) -> str:
     """The lane on one line."""
     return (f"{label} · {_phase(state)} · {state.now:.1f}s · workers {lane_workers(state)}"
-            f" · {_spend(state.usage, state.tool_count)}")
+            f"{_cut(state)} · {_spend(state.usage, state.tool_count)}")
 
 
 def _bar(state: LiveState) -> str:
@@ -96,7 +102,7 @@ def render_lane(label: str, state: LiveState) -> str:
     return (f'<div class="swarmkit sk-lane" style="{_BOX};border-left:3px solid {colour};'
             f'padding:1px 0 3px 6px;margin:2px 0">'
             f'<b>{_esc(label)}</b> · <b style="color:{colour}">{_esc(phase)}</b> · '
-            f"{state.now:.1f}s<br>workers {_esc(lane_workers(state))} · "
+            f"{state.now:.1f}s<br>workers {_esc(lane_workers(state))}{_esc(_cut(state))} · "
             f"{_esc(_spend(state.usage, state.tool_count))}{error}{_bar(state)}</div>")
 
 

@@ -25,6 +25,7 @@ from .livestate import MAX_ROWS, SECTIONS, LiveState, WorkerLive
 from .tablefmt import Markup, clipped, html_table
 from .tables import format_cost, format_tokens
 from .theme import COLOURS, STYLE, row_class
+from .truncation import CUT_MARK, cut_note, raise_hint, with_cut_mark
 
 __all__ = ["render_changed", "render_section"]
 
@@ -78,12 +79,15 @@ def _header(state: LiveState) -> str:
     cost = format_cost(state.cost)
     colour = {"done": "ok", "failed": "failed", "cancelled": "failed"}.get(
         state.phase, "running")
+    cut = f" · {state.cut_calls:,} {CUT_MARK}" if state.cut_calls else ""
     lines = [
         f'{STYLE}{_OPEN}<b>swarm</b> · <b style="color:{COLOURS[colour].css}">'
         f"{_esc(state.status)}</b> · {state.now:.1f}s",
         f"<br>task: {_esc(one_line(state.task, 160))}",
         f"<br>{model_text} · concurrency {limits}",
-        f"<br>{state.calls} calls · tokens {format_tokens(state.prompt_tokens)} in / "
+        *([f'<br><span class="sk-note">{_esc(state.auto_notice)}</span>']
+          if state.auto_notice else []),
+        f"<br>{state.calls} calls{cut} · tokens {format_tokens(state.prompt_tokens)} in / "
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
     ]
     if state.resumed_from:
@@ -162,7 +166,7 @@ def _status_of(worker: WorkerLive) -> str:
         return _WAITING
     if worker.status == "running" and worker.attempt > 1:
         return f"running (attempt {worker.attempt})"
-    return worker.status
+    return with_cut_mark(worker.status, worker.cut)
 
 
 def _workers(state: LiveState) -> str:
@@ -212,11 +216,12 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
     messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
                                max(len(state.plan), worker.index), state.output_schema)
     record = worker.record
+    note = cut_note("worker", state.max_tokens.get("worker")) if worker.cut else None
     body = worker_body(
         index=worker.index, task=worker.task, messages=messages,
         output=None if record is None else record.output, tool_calls=worker.tool_records,
         tool_total=worker.tools, failure=failure, where=f"_swarm.worker({worker.index})",
-        output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS,
+        output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS, cut_note=note,
     )
     cell = Markup(details(summary, body, title=worker.task), summary)
     if record is not None:
@@ -246,7 +251,7 @@ def _reducer(state: LiveState) -> str:
     inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
     if state.reducer_parts:
         inputs = f" (merging {state.reducer_inputs} workers in {_parts(state)})"
-    return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}'
+    return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}{_reducer_cut(state)}'
             '<div style="white-space:pre-wrap;'
             f"max-height:320px;overflow:auto;border-left:3px solid {COLOURS['rule'].css};"
             f'padding-left:6px">{_esc(text)}</div></div>')
@@ -262,6 +267,21 @@ _RENDERERS = {
 }
 
 
+def _reducer_cut(state: LiveState) -> str:
+    """The warning above a cut answer (or one merged from cut parts), as the static
+    output words it."""
+    limit = state.max_tokens.get("reducer")
+    shown = f" ({limit})" if limit else ""
+    if state.reducer_cut:
+        text = f"⚠ the answer was {CUT_MARK}{shown}; {raise_hint('reducer', limit)}"
+    elif state.parts_cut:
+        text = (f"⚠ {state.parts_cut} of the reducer's partial answers were {CUT_MARK}"
+                f"{shown}; {raise_hint('reducer', limit)}")
+    else:
+        return ""
+    return f'<div style="color:{COLOURS["warn"].css};font-weight:600">{_esc(text)}</div>'
+
+
 def _parts(state: LiveState) -> str:
     """``10 parts: 4/10 merged, 2 running``, and each further level's merges."""
     merged = state.parts_merged
@@ -271,6 +291,8 @@ def _parts(state: LiveState) -> str:
             text += f", level {level}: {merged[level]} merged"
     if state.parts_running:
         text += f", {len(state.parts_running)} running"
+    if state.parts_cut:
+        text += f", {state.parts_cut} {CUT_MARK}"
     return text
 
 

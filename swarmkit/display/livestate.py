@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from ..config.automodel import auto_notice
 from ..events import (
     BatchUpdated,
     BudgetUpdated,
@@ -37,6 +38,7 @@ from ..events import (
 )
 from ..records import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
 from ..usage import Usage
+from .truncation import max_tokens_of
 
 if TYPE_CHECKING:
     from ..config.swarm import SwarmConfig
@@ -89,6 +91,7 @@ class WorkerLive(_Spent):
     latency: float | None = None  # set once finished
     tools: int = 0
     fail_status: int | None = None  # HTTP status of its last failed call
+    cut: bool = False  # its last answered call stopped at its max tokens
     record: WorkerRecord | None = None  # set once finished: what its drill-down shows
     tool_records: list[ToolCallRecord] = field(default_factory=list)
     # The finished worker's rendered task cell: it cannot change any more, and the worker
@@ -140,6 +143,14 @@ class LiveState(_Spent):
         self.waiting = 0
         self.calls = 0
         self.cached_calls = 0  # served from the history (a resumed run's finished calls)
+        self.cut_calls = 0  # finished calls that stopped at their max tokens
+        self.reducer_cut = False  # the final reducer call did: the answer is cut
+        self.parts_cut = 0  # a tree reduction's part calls that did
+        # Each role's max tokens, for the "raise ..." hints; from the run's own config.
+        self.max_tokens = {role: config.role(role).max_tokens for role in config.models}
+        # "auto" fell back to the embedded model: the one line that says so (RunStarted's
+        # config says which roles), or None.
+        self.auto_notice: str | None = None
         self.resumed_from = config.resume
         # --batch: each batch's last reported status and counts, by batch id.
         self.batches: dict[str, BatchUpdated] = {}
@@ -192,6 +203,9 @@ class LiveState(_Spent):
                 # the run's own config has "auto" resolved to the model really used
                 self.models = {role: str(event.config.get(role, {}).get("model", model))
                                for role, model in self.models.items()}
+                self.auto_notice = auto_notice(event.config)
+                self.max_tokens = {role: max_tokens_of(event.config, role) or limit
+                                   for role, limit in self.max_tokens.items()}
             case PlanReady():
                 self.plan, self.plan_cut_from = event.tasks, event.truncated_from
                 self.plan_raw = event.raw
@@ -261,6 +275,7 @@ class LiveState(_Spent):
             self.cached_calls += 1
             self.dirty.add("header")
         self.usage += call.usage
+        self.cut_calls += call.cut
         if self.cap is None:
             self.dirty.add("budget")
         index = worker_of_step(call.step)
@@ -270,6 +285,10 @@ class LiveState(_Spent):
                 self.parts_running.discard(call.step)
                 if call.error is None:
                     self.parts_merged[part[0]] = self.parts_merged.get(part[0], 0) + 1
+                    self.parts_cut += call.cut
+                self.dirty.add("reducer")
+            elif call.step == "reducer" and call.error is None:
+                self.reducer_cut = call.cut
                 self.dirty.add("reducer")
             return
         worker = self._worker(index)
@@ -279,6 +298,8 @@ class LiveState(_Spent):
         worker.retries_done = worker.retries
         if call.error is not None and call.status is not None:
             worker.fail_status = call.status
+        if call.error is None:
+            worker.cut = call.cut  # its last answer decides (a repair may follow a cut)
         worker.usage += call.usage
         self.dirty.add("workers")
 

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
+from ..config.automodel import auto_notice
 from ..credentials.scrub import one_line
 from ..outputschema import schema_fields
 from ..records import worker_of_step
@@ -26,6 +27,16 @@ from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, html_table, render_table
 from .theme import STYLE, row_class
+from .truncation import (
+    CUT_MARK,
+    answer_warning,
+    cut_count,
+    cut_line,
+    cut_note,
+    cut_workers,
+    max_tokens_of,
+    with_cut_mark,
+)
 
 if TYPE_CHECKING:
     from ..records import ToolCallRecord, WorkerRecord
@@ -96,8 +107,19 @@ class RunTables(Rendered):
         return (*self.WORKER_HEADERS, *self.fields)
 
     def _worker_cells(self, worker: WorkerRecord) -> tuple[Any, ...]:
-        return (*_worker_row(worker, self._worker_retries.get(worker.index, 0)),
+        return (*_worker_row(worker, self._worker_retries.get(worker.index, 0),
+                             worker.index in self.cut_workers),
                 *(_data_cell(worker.data, name) for name in self.fields))
+
+    @cached_property
+    def cut_workers(self) -> set[int]:
+        """The workers whose output was cut at max tokens (their status cell says so)."""
+        return cut_workers(self.run.calls)
+
+    @cached_property
+    def cut_calls(self) -> int:
+        """How many calls stopped at their max tokens: the totals line counts them."""
+        return cut_count(self.run.calls)
 
     @cached_property
     def _worker_retries(self) -> dict[int, int]:
@@ -126,10 +148,20 @@ class RunTables(Rendered):
         return rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
                               len(self.TOOL_HEADERS))
 
+    @property
+    def role_headers(self) -> tuple[str, ...]:
+        """The spend-by-role columns: a ``cut`` column before ``model`` when calls were cut."""
+        if not self.cut_calls:
+            return self.ROLE_HEADERS
+        return (*self.ROLE_HEADERS[:-1], "cut", self.ROLE_HEADERS[-1])
+
     def role_rows(self) -> list[tuple[Any, ...]]:
-        """Planner, workers, reducer and total: the last row is the totals line's sums."""
+        """Planner, workers, reducer and total: the last row is the totals line's sums;
+        each role's row ends with the model(s) it asked for."""
+        cut = bool(self.cut_calls)
         return [(r.role, r.calls, r.attempts, r.retries, format_tokens(r.usage.prompt_tokens),
-                 format_tokens(r.usage.completion_tokens), format_cost(r.cost_usd))
+                 format_tokens(r.usage.completion_tokens), format_cost(r.cost_usd),
+                 *((r.cut,) if cut else ()), r.model)
                 for r in role_spend(self.run.calls)]
 
     def totals(self) -> str:
@@ -145,9 +177,10 @@ class RunTables(Rendered):
         cached_note = f" ({cached} cached)" if cached else ""
         if run.config.get("resume"):
             cached_note = f" (resumed: {cached:,} from history, run {run.config['resume']})"
+        cut = f" · {self.cut_calls:,} {CUT_MARK}" if self.cut_calls else ""
         return (
             f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
-            f"{_batch_note(run)} · {len(run.calls)} calls{cached_note} · tokens "
+            f"{_batch_note(run)} · {len(run.calls)} calls{cached_note}{cut} · tokens "
             f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
             f" out · cost {format_cost(usage.cost)} · {run.duration:.2f}s"
         )
@@ -162,13 +195,25 @@ class RunTables(Rendered):
 
     def role_table(self, fmt: str = "simple") -> str:
         """Spend by role, with the run's total as the last row."""
-        return render_table(self.role_rows(), self.ROLE_HEADERS, fmt)
+        return render_table(self.role_rows(), self.role_headers, fmt)
+
+    def notices(self) -> list[str]:
+        """Lines under the totals: ``auto`` fell back to the embedded model (why, which)."""
+        notice = auto_notice(self.run.config)
+        return [] if notice is None else [notice]
+
+    def answer_warning(self) -> str | None:
+        """The line above an answer cut at max tokens (or merged from cut parts)."""
+        return answer_warning(self.run)
 
     @cached_property
     def _worker_cut(self) -> Cut:
         workers = self.run.workers
-        return Cut.of("workers", len(workers), "did not complete", "worker_table",
-                      [i for i, w in enumerate(workers) if w.status != "completed"])
+        cut = self.cut_workers
+        verb = f"did not complete or were {CUT_MARK}" if cut else "did not complete"
+        return Cut.of("workers", len(workers), verb, "worker_table",
+                      [i for i, w in enumerate(workers)
+                       if w.status != "completed" or w.index in cut])
 
     @cached_property
     def _tool_cut(self) -> Cut:
@@ -194,14 +239,23 @@ class RunTables(Rendered):
         return [one_line(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
                      _FAILURE_WIDTH) for f in self._failures.values()]
 
+    def cut_lines(self) -> list[str]:
+        """One line per shown worker whose output was cut, with the option to raise."""
+        workers = self.run.workers
+        positions = self._worker_cut.shown or range(len(workers))
+        note = cut_note("worker", max_tokens_of(self.run.config, "worker"))
+        return [f"worker {workers[p].index} · {note}" for p in positions
+                if workers[p].index in self.cut_workers]
+
     def text(self) -> str:
         """Totals, spend by role, tables (long ones cut), failures and the answer."""
         run = self.run
-        parts = [self.totals(), ""]
+        parts = [self.totals(), *self.notices(), ""]
         if run.error:
             parts += [f"error: {run.error}", ""]
         if run.calls:
-            parts += ["by role", self.role_table(), ""]
+            line = cut_line(run.calls)
+            parts += ["by role", self.role_table(), *([line] if line else []), ""]
         if run.workers:
             cut = self._worker_cut
             parts += [*([cut.note] if cut.note else []),
@@ -209,11 +263,15 @@ class RunTables(Rendered):
             failures = self.failure_lines()
             if failures:
                 parts += ["why workers did not complete", *failures, ""]
+            cut_lines = self.cut_lines()
+            if cut_lines:
+                parts += [f"workers {CUT_MARK}", *cut_lines, ""]
         if run.tool_calls:
             cut = self._tool_cut
             parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
         if run.answer is not None:
-            parts += ["answer", run.answer]
+            warning = self.answer_warning()
+            parts += ["answer", *([warning] if warning else []), run.answer]
         elif self.mapped_only:
             parts += [NO_REDUCER_NOTE]
         return "\n".join(parts).rstrip() + "\n"
@@ -233,20 +291,26 @@ class RunTables(Rendered):
         parts = [
             f'<div class="swarmkit swarmkit-run">{STYLE}',
             f"<p><b>{html.escape(self.totals())}</b></p>",
+            *(f'<p class="sk-note">{html.escape(line)}</p>' for line in self.notices()),
             f"<p>task: {html.escape(one_line(run.task, _TASK_HEADER_WIDTH))}</p>",
         ]
         if run.error:
             parts.append(f'<p class="sk-error">error: {html.escape(run.error)}</p>')
         if run.answer is not None:
+            warning = self.answer_warning()
             parts += [
                 "<p><b>answer</b></p>",
+                *([f'<p class="sk-warn">{html.escape(warning)}</p>'] if warning else []),
                 f'<div class="swarmkit-answer">{markdown_html(run.answer)}</div>',
             ]
         elif self.mapped_only:
             parts.append(f"<p>{html.escape(NO_REDUCER_NOTE)}</p>")
         if run.calls:
             parts += ["<p><b>by role</b></p>",
-                      html_table(self.role_rows(), self.ROLE_HEADERS, css="sk-roles")]
+                      html_table(self.role_rows(), self.role_headers, css="sk-roles")]
+            line = cut_line(run.calls)
+            if line:
+                parts.append(f'<p class="sk-warn">{html.escape(line)}</p>')
         if run.workers:
             cut = self._worker_cut
             parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
@@ -278,6 +342,8 @@ class RunTables(Rendered):
             if call.worker in wanted:
                 tools.setdefault(call.worker, []).append(call)
         failures = self._failures
+        cut = self.cut_workers
+        note = cut_note("worker", max_tokens_of(run.config, "worker"))
 
         def row(position: int) -> tuple[Any, ...]:
             worker = workers[position]
@@ -285,7 +351,8 @@ class RunTables(Rendered):
             cells = self._worker_cells(worker)
             summary = one_line(worker.task, _TASK_WIDTH)
             task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
-                                         summary), summary)
+                                         summary, note if worker.index in cut else None),
+                          summary)
             why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
             return (cells[0], cells[2], task, why, *cells[3:])
 
@@ -320,12 +387,12 @@ class RunTables(Rendered):
         return data, {"swarmkit": self.metadata()}
 
 
-def _worker_row(w: WorkerRecord, retries: int) -> tuple[Any, ...]:
+def _worker_row(w: WorkerRecord, retries: int, cut: bool) -> tuple[Any, ...]:
     calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
     return (
         w.index,
         one_line(w.task, _TASK_WIDTH),
-        w.status_label,
+        with_cut_mark(w.status_label, cut),
         calls,
         w.attempts,
         retries,

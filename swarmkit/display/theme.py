@@ -135,6 +135,7 @@ def _css() -> str:
         f".swarmkit .sk-st-completed{{color:{c['ok']}}}",
         f".swarmkit .sk-note{{color:{c['muted']}}}",
         f".swarmkit .sk-error{{color:{c['failed']}}}",
+        f".swarmkit .sk-warn{{color:{c['warn']};font-weight:600}}",
         ".swarmkit .sk-drill{font-size:12px;margin:4px 0}",
         ".swarmkit .sk-drill pre{white-space:pre-wrap;max-height:20em;overflow:auto;"
         f"margin:2px 0;padding:4px;border-left:3px solid {c['rule']}}}",

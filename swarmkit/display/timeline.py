@@ -292,6 +292,8 @@ def timeline_svg(run: RunRecord) -> str:
     for call in run.calls if lanes.group == 1 else ():
         outcome = _outcome(call)
         tip = f"{call.step} · {outcome} · {call.attempts} attempt(s) · {_seconds(call.latency)}"
+        if call.cut:
+            tip += " · cut at max tokens"
         if call.error:
             tip += f" · {call.error}"
         y = y_of(lanes.of_step(call.step)) + bar_pad

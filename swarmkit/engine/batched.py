@@ -131,7 +131,8 @@ class _Batches:
         self.context.calls.batched(
             f"worker-{index}", self.requests[index], usage=usage,
             started=self.started.get(index, 0.0), error=answer.error, status=answer.status,
-            reservation=self.reservations.pop(index, None), into=tally.calls)
+            reservation=self.reservations.pop(index, None), into=tally.calls,
+            finish_reason=None if answer.response is None else answer.response.finish_reason)
         if answer.response is None:
             self.finish(index, "failed", tally, reason="provider",
                         error=answer.error or "no answer")

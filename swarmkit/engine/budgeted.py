@@ -166,6 +166,7 @@ class BudgetedCalls:
             role, step, request, source=outcome.source, usage=usage, cost=cost,
             started=started if outcome.started is None else outcome.started,
             latency=outcome.latency, attempts=outcome.attempts, occurrence=outcome.occurrence,
+            finish_reason=outcome.response.finish_reason,
         ), into, outcome.response.model)
         return outcome
 
@@ -180,6 +181,7 @@ class BudgetedCalls:
         status: int | None = None,
         reservation: Reservation | None = None,
         into: list[CallRecord] | None = None,
+        finish_reason: str | None = None,
     ) -> CallRecord:
         """A worker's call answered by a Batch API line (``--batch``): priced at the
         model's batch price (unknown when that is), settled against its reservation and
@@ -193,7 +195,8 @@ class BudgetedCalls:
                 self.budget.release(reservation)
         record = self._record("worker", step, request, source="live", usage=usage,
                               cost=cost, started=started, latency=self._now() - started,
-                              attempts=1, error=error, status=status)
+                              attempts=1, error=error, status=status,
+                              finish_reason=finish_reason)
         self._finish(record, into)
         return record
 
@@ -212,13 +215,16 @@ class BudgetedCalls:
         occurrence: int = 0,
         error: str | None = None,
         status: int | None = None,
+        finish_reason: str | None = None,
     ) -> CallRecord:
-        """The one place a CallRecord is built. A failed call costs nothing: it is unbilled."""
+        """The one place a CallRecord is built. A failed call costs nothing: it is unbilled.
+        ``finish_reason`` is the response's, whichever way it was served (live, streamed,
+        from the cache or a cassette), so a cut answer is marked in every view."""
         return CallRecord(
             step=step, role=role, model=request.model, source=source, usage=usage,
             cost_usd=cost, started=started, latency=latency, attempts=attempts,
             fingerprint=request.fingerprint(), occurrence=occurrence, error=error,
-            status=status,
+            status=status, finish_reason=finish_reason,
         )
 
     def _finish(

@@ -211,6 +211,10 @@ class Cassette:
             config = replace(config, reducer_max_input_tokens=limit)
         if recorded.get("reduce") is False:
             config = replace(config, reduce=False)
+        auto_local = recorded.get("auto_local")
+        if not config.auto_local and isinstance(auto_local, list) and auto_local:
+            # The recording's "auto fell back to the embedded model" line shows in replay.
+            config = replace(config, auto_local=tuple(str(role) for role in auto_local))
         roles = {}
         for role in ROLES:
             current = config.role(role)
