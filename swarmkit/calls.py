@@ -88,6 +88,8 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     tools: tuple[dict[str, Any], ...] = ()
     tool_choice: str | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
     stream: bool = field(default=False, compare=False)
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -106,6 +108,10 @@ class ChatRequest:
             body["tools"] = list(self.tools)
         if self.tool_choice is not None:
             body["tool_choice"] = self.tool_choice
+        if self.frequency_penalty is not None:
+            body["frequency_penalty"] = self.frequency_penalty
+        if self.presence_penalty is not None:
+            body["presence_penalty"] = self.presence_penalty
         return body
 
     def fingerprint(self) -> str:
@@ -143,6 +149,8 @@ class ChatRequest:
             response_format=data.get("response_format"),
             tools=tuple(data.get("tools") or ()),
             tool_choice=data.get("tool_choice"),
+            frequency_penalty=data.get("frequency_penalty"),
+            presence_penalty=data.get("presence_penalty"),
         )
 
 

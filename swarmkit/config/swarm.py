@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_KEY_ENV",
     "DEFAULT_MODEL",
     "LOCAL_MODEL",
+    "LOCAL_PENALTIES",
     "ROLES",
     "Role",
     "RoleConfig",
@@ -44,6 +45,10 @@ Role = Literal["planner", "worker", "reducer"]
 ROLES: tuple[Role, ...] = ROLE_NAMES  # type: ignore[assignment]
 
 LOCAL_MODEL = "local"
+# The embedded 135M model loops: a worker or reducer repeats a paragraph until its max
+# tokens cut it. These penalties (OpenAI's fields, which llama.cpp's server applies) let
+# the demo's answers end on their own; the planner's grammar-bound JSON gets none.
+LOCAL_PENALTIES = {"frequency_penalty": 0.5, "presence_penalty": 0.3}
 # "auto" picks DEFAULT_MODEL when a key or base URL is configured, else the local model.
 AUTO_MODEL = "auto"
 DEFAULT_MODEL = "gpt-4.1-mini"

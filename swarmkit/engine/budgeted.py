@@ -15,7 +15,7 @@ from typing import Any
 
 from ..budget import Budget, Reservation
 from ..calls import CallOutcome, CallSource, ChatRequest, worst_case_tokens
-from ..config.swarm import Role, SwarmConfig
+from ..config.swarm import LOCAL_PENALTIES, Role, SwarmConfig
 from ..errors import ProviderError
 from ..events import BudgetUpdated, CallFinished, CallStarted, Event
 from ..modelcaller import ModelCaller
@@ -30,8 +30,12 @@ __all__ = ["BudgetedCalls", "build_request"]
 def build_request(
     config: SwarmConfig, role: Role, messages: list[dict[str, Any]], **extra: Any
 ) -> ChatRequest:
-    """The request ``role`` sends with ``messages``: its model, cap, temperature, seed."""
+    """The request ``role`` sends with ``messages``: its model, cap, temperature, seed
+    (and, on the embedded model, the penalties that keep its workers and reducer from
+    looping: config.swarm.LOCAL_PENALTIES)."""
     rc = config.role(role)
+    if rc.is_local and role != "planner":
+        extra = {**LOCAL_PENALTIES, **extra}
     return ChatRequest(
         model=rc.model,
         messages=tuple(messages),
