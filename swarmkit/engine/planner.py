@@ -52,12 +52,11 @@ _PLACEHOLDER = re.compile(
 
 
 # A fragment is a piece of a sentence, not a sub-task (small models split prose at the
-# commas): it does not start with a letter or digit, or it starts with a joining word,
-# or it has no word of three letters or more. ", but also", "and .", ". 2." are fragments.
+# commas): it does not start with a letter or digit (after quotes and brackets), or its
+# first word is a joining word. ", but also", "and .", ". 2.", "of the sun" are fragments.
 _JOINING = frozenset(
     ["and", "but", "or", "nor", "so", "yet", "also", "then", "with", "of", "to", "for", "as"]
 )
-_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 def is_fragment(task: str) -> bool:
@@ -66,7 +65,7 @@ def is_fragment(task: str) -> bool:
     if not text or not text[0].isalnum():
         return True
     first = text.split(None, 1)[0].casefold().strip(_EDGES)
-    return first in _JOINING or _WORD.search(text) is None
+    return first in _JOINING
 
 
 @dataclass(frozen=True, slots=True)

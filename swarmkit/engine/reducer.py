@@ -122,7 +122,8 @@ async def reduce(
         if refused is not None:
             return "failed", None, refused
         answer = without_scaffold(await reduce_in_parts(
-            context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta))
+            context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta),
+            local=context.config.reducer.is_local)
         return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
     request, reservation, inputs = await _reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
@@ -130,7 +131,9 @@ async def reduce(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
     )
     status = "completed" if len(inputs) == len(plan) else "partial"
-    return status, without_scaffold(outcome.response.content or ""), None
+    answer = without_scaffold(outcome.response.content or "",
+                              local=context.config.reducer.is_local)
+    return status, answer, None
 
 
 async def _reserve_reducer(

@@ -187,8 +187,9 @@ async def run_worker(
         finish("cancelled", reason=_cancel_reason(context))
         raise
     else:
-        finish("completed", output=without_scaffold(output) if data is None else output,
-               data=data)
+        if data is None:
+            output = without_scaffold(output, local=context.config.worker.is_local)
+        finish("completed", output=output, data=data)
 
 
 def _cancel_reason(context: StepContext) -> str | None:

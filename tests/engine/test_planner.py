@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from swarmkit.engine.ladder import plan_rungs
-from swarmkit.engine.planner import is_placeholder, parse_plan
+from swarmkit.engine.planner import is_fragment, is_placeholder, parse_plan
 from swarmkit.errors import PlanError
 
 
@@ -45,7 +48,7 @@ def test_ten_thousand_tasks_are_cut_to_max_workers() -> None:
     assert parsed.truncated_from == 10_000
 
 
-def test_format_ladder_goes_straight_to_grammar_for_local_servers() -> None:
+def test_format_ladder_starts_the_embedded_server_at_an_exact_json_schema() -> None:
     hosted = plan_rungs(4, local=False)
     assert [r.name for r in hosted] == ["json_schema", "json_object+schema", "json_object", "text"]
     first = hosted[0].response_format
@@ -56,9 +59,16 @@ def test_format_ladder_goes_straight_to_grammar_for_local_servers() -> None:
     assert [r.after_refusal for r in hosted] == [False, False, True, False]
     assert hosted[-1].response_format is None
     local = plan_rungs(4, local=True)
-    assert [r.name for r in local] == ["json_object+schema", "text"]
-    grammar = local[0].response_format
-    assert grammar is not None and grammar["schema"]["properties"]["tasks"]["maxItems"] == 4
+    assert [r.name for r in local] == ["json_schema", "json_object+schema", "text"]
+    exact = local[0].response_format
+    assert exact is not None and exact["type"] == "json_schema"
+    tasks = exact["json_schema"]["schema"]["properties"]["tasks"]
+    assert (tasks["minItems"], tasks["maxItems"]) == (4, 4)
+    # Each task is one line that starts with a letter: ", but also" cannot match.
+    pattern = re.compile(tasks["items"]["pattern"])
+    assert pattern.match("Describe the planet Mars")
+    for fragment in (", but also", "and .", ". 2.", "Mars"):
+        assert not pattern.match(fragment), fragment
 
 
 def test_a_remembered_rung_starts_the_ladder_and_is_tried_even_if_refusal_only() -> None:
@@ -99,3 +109,22 @@ def test_echoes_of_the_prompt_are_dropped_and_only_echoes_is_a_plan_error() -> N
     assert parsed.tasks == ("Book flights",)
     with pytest.raises(PlanError, match="only placeholders or the prompt itself"):
         parse_plan(f'{{"tasks": ["{prompt}", "..."]}}', 8, echoes=(prompt,))
+
+
+@pytest.mark.parametrize("fragment", [", but also", "and .", ". 2.", "of the sun", "- or so"])
+def test_fragments_of_a_sentence_are_never_sub_tasks(fragment: str) -> None:
+    assert is_fragment(fragment)
+    raw = json.dumps({"tasks": ["Describe the planet Mars", fragment, "Describe Venus"]})
+    parsed = parse_plan(raw, 4)
+    assert parsed.tasks == ("Describe the planet Mars", "Describe Venus")
+    assert fragment.strip("- ") in " ".join(parsed.dropped) or parsed.dropped
+
+
+def test_a_plan_of_only_fragments_is_a_plan_error() -> None:
+    with pytest.raises(PlanError, match="placeholders or the prompt itself"):
+        parse_plan(json.dumps({"tasks": [", but also", "and ."]}), 4)
+
+
+@pytest.mark.parametrize("task", ["a", "Mercury", "2 planets compared", '"Describe red"'])
+def test_short_or_quoted_sub_tasks_are_not_fragments(task: str) -> None:
+    assert not is_fragment(task)

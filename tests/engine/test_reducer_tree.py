@@ -18,6 +18,7 @@ from swarmkit.display.timeline import timeline_svg
 from swarmkit.engine.estimate import estimate
 from swarmkit.engine.reducerinput import DEFAULT_CONTEXT, input_limit, reducer_request
 from swarmkit.pricing import PriceTable
+from swarmkit.provider.embedded import SLOT_CONTEXT
 from swarmkit.records import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 
@@ -186,7 +187,7 @@ def test_the_limit_comes_from_the_option_the_model_table_or_a_default() -> None:
     table = SwarmConfig.from_options(model="openai/gpt-4.1", reducer_max_tokens=1000)
     assert input_limit(table, prices).tokens == 1_047_576 - 1000
     local = SwarmConfig.from_options(model="local")
-    assert input_limit(local, prices).tokens == 8192 - local.reducer.max_tokens
+    assert input_limit(local, prices).tokens == SLOT_CONTEXT - local.reducer.max_tokens
     unknown = SwarmConfig.from_options(model="my-own-llama")
     limit = input_limit(unknown, prices)
     assert limit.tokens == DEFAULT_CONTEXT - 2048 and "default context" in limit.source
