@@ -420,4 +420,11 @@ def resolve_local(role: RoleConfig, slots: int | None = None) -> RoleConfig:
     """
     if not role.is_local:
         return role
+    if role.max_tokens >= SLOT_CONTEXT:
+        # The server would refuse every such request (it does not fit a slot): say so now.
+        raise LocalModelError(
+            f"max_tokens {role.max_tokens} does not fit the embedded model's context of "
+            f"{SLOT_CONTEXT} tokens a request (prompt and answer); use at most "
+            f"{SLOT_CONTEXT // 2}"
+        )
     return replace(role, base_url=local_server(slots).base_url)
