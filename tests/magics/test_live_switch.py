@@ -4,6 +4,9 @@ shell against the loopback FakeServer, whose request log counts what went live."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from tests.support.notebooks import offline_env
 
+ROOT = Path(__file__).resolve().parents[2]
 TASK = "Name three rivers"
 NAMES = ("_swarm", "rivers", "stock")
 
@@ -189,6 +193,20 @@ def test_notebook_checks_never_see_swarmkit_live() -> None:
     # notebooks/conftest.py and record.py start nbval's and export's kernels with this.
     env = offline_env({"SWARMKIT_LIVE": "1", "PATH": "/bin"})
     assert "SWARMKIT_LIVE" not in env and env["PATH"] == "/bin"
+
+
+@pytest.mark.slow
+@pytest.mark.kernel
+def test_nbval_over_a_tutorial_replays_even_when_its_shell_set_swarmkit_live() -> None:
+    # notebooks/conftest.py starts the kernel without it: a live quickstart would need
+    # the embedded model and would not reproduce the stored outputs.
+    env = {**os.environ, "SWARMKIT_LIVE": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "notebooks/01-quickstart.ipynb",
+         "-p", "no:cacheprovider", "-q", "-W", "error"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
 
 
 def test_swarm_export_replays_offline_even_with_swarmkit_live_set(
