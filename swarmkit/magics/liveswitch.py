@@ -69,15 +69,22 @@ def live_instead_of_replay(config: SwarmConfig, env: Mapping[str, str],
 def _missing(config: SwarmConfig, env: Mapping[str, str], cassette: Cassette | None,
              tools: set[str]) -> str:
     """Why the cell cannot run live here (``""`` when it can)."""
-    needs: dict[str, str] = {}
+    needs: dict[str, list[str]] = {}  # key variables -> the models that need them
     for role in ROLES:
         rc = config.role(role)
         if rc.is_local or rc.model == AUTO_MODEL or rc.keys_set(env):
             continue
-        needs.setdefault(rc.model, " or ".join(rc.api_key_env))
-    reasons = [f"{model} needs {keys}" for model, keys in needs.items()]
+        models = needs.setdefault(" or ".join(rc.api_key_env), [])
+        if rc.model not in models:
+            models.append(rc.model)
+    reasons = [f"{_and(models)} {'needs' if len(models) == 1 else 'need'} {keys}"
+               for keys, models in needs.items()]
     called = sorted({tool.name for tool in cassette.tools} - tools) if cassette else []
     if called:
         reasons.append(f"its workers called {', '.join(called)}; give them again "
                        "(--tools, %swarm mcp add)")
     return "; ".join(reasons)
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

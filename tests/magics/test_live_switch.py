@@ -96,6 +96,20 @@ def test_without_the_key_a_replay_cell_keeps_replaying_and_says_why(
     assert replayed.run_id == first.run_id
 
 
+def test_the_models_that_need_one_key_are_named_together(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cassette = tmp_path / "tiers.swarm.json"
+    tiers = "--planner-model gpt-4.1 --reducer-model gpt-4.1"
+    recorded(shell, server, cassette, tiers)
+    monkeypatch.delenv("FAKE_KEY")
+    monkeypatch.setenv("SWARMKIT_LIVE", "on")
+    _, said = cell(shell, line_for(server, f"--replay {cassette} {tiers}"))
+    assert said.strip() == ("SWARMKIT_LIVE is set, but replaying tiers.swarm.json: "
+                            "gpt-4.1 and gpt-4.1-mini need FAKE_KEY")
+
+
 def test_a_local_role_always_can_run_live_and_a_hosted_one_is_named(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -220,3 +234,9 @@ def test_swarm_export_replays_offline_even_with_swarmkit_live_set(
     # The export's kernel replays: live there (no key, a closed endpoint) it would fail.
     assert len(server.requests) == made
     assert Cassette.load(result.cassettes[0]).run_id == first.run_id
+
+
+def test_the_magics_help_names_the_switch(shell: InteractiveShell) -> None:
+    with capture_output() as captured:
+        shell.run_cell_magic("swarm", "--help", "a task")
+    assert "%env SWARMKIT_LIVE=1 makes --replay cells run live instead" in captured.stdout
