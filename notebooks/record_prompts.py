@@ -70,19 +70,20 @@ def scripted_model() -> Callable[[FakeRequest], FakeReply | None]:
 def exploring_prompts() -> ReplayNotebook:
     import pandas as pd
     from pydantic import BaseModel
-    from record import LOCAL, LOCAL_OPTIONS, SCRIPTED, recorded
+    from record import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded
 
     class Verdict(BaseModel):
         language: str
         score: int
 
-    local: dict[str, Any] = {**LOCAL_OPTIONS}
     task = "Give two practical tips for writing clear commit messages."
     variants = [{"system_prompt": prompt} for prompt in PROMPTS]
-    comparison = swarmkit.compare_sync(task, variants=variants, workers=2, **local)
+    comparison = swarmkit.compare_sync(task, variants=variants, workers=2,
+                                       **local_options(2))
     papers = pd.DataFrame(PAPERS)
     mapped = swarmkit.run_sync("Say what each paper is known for", tasks=papers,
-                               task_template=TEMPLATE, reduce=False, **local)
+                               task_template=TEMPLATE, reduce=False,
+                               **local_options(len(papers)))
     with FakeServer(scripted_model()) as server:
         typed = swarmkit.run_sync(
             "Rate three languages for a first backend service.", model="gpt-4.1-mini",
@@ -182,9 +183,14 @@ float column with `NaN`; `convert_dtypes()` keeps it whole numbers with `<NA>`:"
               "frame = _swarm.to_dataframe()\n"
               'frame[["index", "status", "attempts", "language", "score", "error"]]'
               ".convert_dtypes()")
-    book.markdown("""**Run it live.** Parts 1 and 2: delete `replay=[...]` (part 1) or
-`--replay ...` (part 2) and run; with `pip install "jupyter-swarmkit[local]"` they use the same
-embedded model, no key. For a hosted model, use `--model gpt-4.1-mini` (or
-`model="gpt-4.1-mini"`) and set `OPENAI_API_KEY`. Part 3 needs a model that follows a
-JSON schema; any current hosted model does.""")
+    book.markdown(f"""{LIVE_SWITCH}
+
+Part 1's cell is Python, not `%%swarm`, and `SWARMKIT_LIVE` does not switch it: delete
+its `replay=[...]` line to run the comparison live on the embedded model, no key. Part 2
+runs live with `SWARMKIT_LIVE` set, on the embedded model and the same three rows (a
+replay cell's given tasks come from its cassette, live too). Part 3 names a hosted
+model, so it keeps replaying until `OPENAI_API_KEY` is set; it needs a model that
+follows a JSON schema, which any current hosted model does. For a hosted model in parts
+1 and 2, use `--model gpt-4.1-mini` (or `model="gpt-4.1-mini"`) and set
+`OPENAI_API_KEY`.""")
     return book

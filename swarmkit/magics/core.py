@@ -31,6 +31,7 @@ from .compare import Compared, ComparisonHandle, variants_for
 from .display import publish, run_bundle
 from .dryrun import dry_run, dry_run_variants
 from .interrupts import InterruptGate
+from .liveswitch import live_instead_of_replay
 from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
 from .tools import with_session_tools
@@ -111,6 +112,10 @@ class SwarmMagics(Magics):
         if not task:
             raise UsageError("%%swarm: the cell is empty; write the task below the %%swarm line")
         config = self.session_config(**args.config_options)
+        engine_options = with_session_tools(args.engine_options, self.session_options)
+        # SWARMKIT_LIVE: a replay cell may run live instead (it prints which it does).
+        config = live_instead_of_replay(
+            config, os.environ, (t.name for t in engine_options.get("tools") or ()))
         if config.replay is None:
             check_keys(config, os.environ)
         # --compare: the variants are checked and counted before anything runs.
@@ -119,7 +124,6 @@ class SwarmMagics(Magics):
         if args.dry_run:
             return self._dry_run(task, config, args, compared)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        engine_options = with_session_tools(args.engine_options, self.session_options)
         handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
                   else ComparisonHandle(task, config, compared, engine_options=engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
@@ -305,6 +309,9 @@ def magic_help() -> str:
         "",
         "runs the task once per variant (here a 2 × 2 grid), concurrently under one budget;",
         "identical calls are made once. _swarm holds the Comparison.",
+        "",
+        "%env SWARMKIT_LIVE=1 makes --replay cells run live instead, when every model they",
+        "name can run here (a hosted one needs its key); %env SWARMKIT_LIVE=0 replays again.",
         "",
         build_parser().format_help().rstrip(),
         "",
