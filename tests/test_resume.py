@@ -201,7 +201,7 @@ def test_cli_resume_with_another_task_refuses_naming_both_and_makes_no_request(
         assert server.requests == []  # every call was answered: all from the history
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == (
-        f'swarmkit: ConfigError: resume: run {done.run_id} was for "Slow task", not '
+        f'jswarm: ConfigError: resume: run {done.run_id} was for "Slow task", not '
         '"Other task"; resume it without a task, or start a new run\n')
     assert same.returncode == 0, same.stderr
     resumed = swarmkit.Run.from_json(same.stdout)
@@ -223,5 +223,5 @@ def test_cli_resume_of_a_dry_run_refuses_and_makes_no_request(
         assert server.requests == []
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"swarmkit: ConfigError: resume: run {run_id} is a dry-run (planned, not run); to "
+        f"jswarm: ConfigError: resume: run {run_id} is a dry-run (planned, not run); to "
         f'make its calls: run with plan_from="{run_id}" (or %%swarm --plan-from {run_id})\n')

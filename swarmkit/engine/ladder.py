@@ -48,9 +48,10 @@ __all__ = [
 
 RungName = Literal["json_schema", "json_object+schema", "json_object", "text"]
 
-# One line of 12-160 characters that starts with a letter, without quotes or backslashes
-# (a grammar-friendly regex): fragments such as ", but also" or ". 2." cannot match.
-_ONE_LINE_TASK = r'^[A-Za-z][^\n\r\t"\\]{11,159}$'
+# One line of at least three words (up to 24, each up to 40 characters) that starts with
+# a letter, without quotes or backslashes (a grammar-friendly regex): fragments such as
+# ", but also" or ". 2." and identifiers such as "pre-implementation_2" cannot match.
+_ONE_LINE_TASK = r'^[A-Za-z][^ \n\r\t"\\]{0,39}( [^ \n\r\t"\\]{1,40}){2,23}$'
 
 
 @dataclass(frozen=True, slots=True)

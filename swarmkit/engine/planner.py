@@ -40,6 +40,8 @@ _MARKUP = re.compile(r"<[^>]*>")
 # "1. x", "2) x", "(3) x", "- x", "* x", "• x": one list item per line.
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*•+])\s+(.*\S)\s*$")
 _MARKER = re.compile(r"^(?:\(?\d{1,2}[.):]|[-*•+])\s+")
+# "sub-task 1: Write ..." : the prompt's example shape copied as a label before the task.
+_TASK_LABEL = re.compile(r"^(?:sub[- ]?task|task|step)\s*#?\d{1,2}\s*(?:[:.)]|-|–|—)\s+", re.I)
 _EDGES = "\"'`*_[](){}<>.,;:!?-–—… \t\r\n"
 _COUNT = r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|n|x|[ivx]+"
 _ORDINAL = r"first|second|third|fourth|fifth|next|last|another|other|some|a|an"
@@ -153,6 +155,7 @@ def _clean(tasks: list[str], echoes: tuple[str, ...]) -> tuple[list[str], list[s
     seen: set[str] = set()
     for task in tasks:
         text = _MARKER.sub("", task.strip()).strip()
+        text = _TASK_LABEL.sub("", text).strip() or text
         if not text:
             continue
         normal = _normal(text)
