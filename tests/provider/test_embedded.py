@@ -40,6 +40,7 @@ from swarmkit.provider.embedded import (
     GGUF_FILE,
     INSTALL_HINT,
     MAX_SLOTS,
+    SLOT_CONTEXT,
     LocalModelServer,
     gguf_path,
     local_server,
@@ -550,3 +551,11 @@ def test_the_demo_plan_has_no_fragments_and_its_answer_finishes() -> None:
     assert len(reducer) == 1
     assert reducer[0].finish_reason == "stop"  # the answer ended within its max tokens
     assert not reducer[0].cut
+
+
+def test_a_local_max_tokens_past_a_slot_is_refused_before_the_server_starts() -> None:
+    with pytest.raises(LocalModelError) as refused:
+        resolve_local(RoleConfig(model="local", max_tokens=SLOT_CONTEXT))
+    assert str(refused.value) == (
+        f"max_tokens {SLOT_CONTEXT} does not fit the embedded model's context of "
+        f"{SLOT_CONTEXT} tokens a request (prompt and answer); use at most {SLOT_CONTEXT // 2}")
