@@ -334,7 +334,7 @@ def print_table(variants: dict[str, Variant], max_tokens: int) -> None:
     print(f"\n8 workers on the embedded model: given tasks, no reducer, cache and history off, "
           f"temperature 0, {max_tokens} max tokens (median of {rounds} "
           f"round{'s' if rounds != 1 else ''}, alternating order)")
-    print(f"  {'variant':<50} {'wall s':>7} {'min-max s':>11} {'tokens':>6} {'tokens/s':>8} "
+    print(f"  {'variant':<54} {'wall s':>7} {'min-max s':>11} {'tokens':>6} {'tokens/s':>8} "
           f"{'1st/last answer s':>17} {'client CPU s':>12}")
     for variant in variants.values():
         if not variant.samples:
@@ -342,7 +342,7 @@ def print_table(variants: dict[str, Variant], max_tokens: int) -> None:
         walls = [s["wall"] for s in variant.samples]
         rate = statistics.median(s["tokens"] / s["wall"] for s in variant.samples)
         answers = f"{variant.median('first'):.2f}/{variant.median('last'):.2f}"
-        print(f"  {f'({variant.key}) {variant.name}':<50} {variant.wall:>7.2f} "
+        print(f"  {f'({variant.key}) {variant.name}':<54} {variant.wall:>7.2f} "
               f"{f'{min(walls):.2f}-{max(walls):.2f}':>11} {variant.median('tokens'):>6.0f} "
               f"{rate:>8.1f} {answers:>17} {variant.median('cpu'):>12.2f}")
     c = variants["c"]
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     scratch = new_history().parent
     os.chdir(scratch)  # the embedded server's log (.swarmkit/) lands here, not in the checkout
-    skip_old = "skipped (--no-llama-cpp-python)" if args.no_llama_cpp_python else (
+    skip_old = "--no-llama-cpp-python was given" if args.no_llama_cpp_python else (
         llama_cpp_server_missing(old_python))
 
     bodies = request_bodies(max_tokens)
