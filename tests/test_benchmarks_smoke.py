@@ -5,6 +5,7 @@ No timing is asserted here (timings belong in benchmarks/README.md, not in tests
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,28 @@ def test_quick_scale_benchmark_prints_the_sdk_floor_beside_raw() -> None:
         row = next(line for line in out.splitlines() if f"ratio (c)/(raw) N={n} C={c}:" in line)
         assert "(sdk)/(raw)" in row and "(c)/(sdk)" in row, row
     assert "final display (text/plain + text/html):" in out, out
+
+
+@pytest.mark.local
+@pytest.mark.slow  # three model servers and 4 x 8 requests of 16 tokens: 30 s to minutes
+def test_quick_embedded_benchmark_prints_the_table_and_both_ratios() -> None:
+    argv = [sys.executable, str(ROOT / "benchmarks" / "embedded.py"), "--quick"]
+    if importlib.util.find_spec("llama_cpp") is None:
+        print("llama_cpp is not importable: the benchmark runs without its (b) variant "
+              "(llama-cpp-python's server)")
+        argv.append("--no-llama-cpp-python")
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=900,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for variant in ("(c) swarmkit.run, xllamacpp 8 slots",
+                    "(a) plain AsyncOpenAI gather, xllamacpp 8 slots",
+                    "(r) plain AsyncOpenAI gather, xllamacpp 1 slot"):
+        assert variant in out, out
+    # (b) is measured, or the line says why it was skipped.
+    assert ("(b) plain AsyncOpenAI gather, llama-cpp-python server" in out
+            or "(b) llama-cpp-python server: skipped:" in out), out
+    for row in ("ratio (c)/(a) swarmkit / plain client, same 8 slots:",
+                "ratio (c)/(b) swarmkit on 8 slots / llama-cpp-python one-slot server:",
+                "server peak RSS (VmHWM): xllamacpp 8 slots"):
+        assert row in out, out
