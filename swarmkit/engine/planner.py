@@ -54,8 +54,9 @@ _PLACEHOLDER = re.compile(
 
 
 # A fragment is a piece of a sentence, not a sub-task (small models split prose at the
-# commas): it does not start with a letter or digit (after quotes and brackets), or its
-# first word is a joining word. ", but also", "and .", ". 2.", "of the sun" are fragments.
+# commas): it does not start with a letter or digit (after quotes and brackets), it has
+# no letter at all, or its first word is a joining word. ", but also", "and .", ". 2.",
+# "[1, 2, 3]", "of the sun" are fragments.
 _JOINING = frozenset(
     ["and", "but", "or", "nor", "so", "yet", "also", "then", "with", "of", "to", "for", "as"]
 )
@@ -64,7 +65,7 @@ _JOINING = frozenset(
 def is_fragment(task: str) -> bool:
     """Whether ``task`` is a piece of a sentence rather than a sub-task (see _JOINING)."""
     text = task.strip().lstrip("\"'`*_([")
-    if not text or not text[0].isalnum():
+    if not text or not text[0].isalnum() or not any(c.isalpha() for c in text):
         return True
     first = text.split(None, 1)[0].casefold().strip(_EDGES)
     return first in _JOINING

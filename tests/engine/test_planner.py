@@ -111,7 +111,8 @@ def test_echoes_of_the_prompt_are_dropped_and_only_echoes_is_a_plan_error() -> N
         parse_plan(f'{{"tasks": ["{prompt}", "..."]}}', 8, echoes=(prompt,))
 
 
-@pytest.mark.parametrize("fragment", [", but also", "and .", ". 2.", "of the sun", "- or so"])
+@pytest.mark.parametrize(
+    "fragment", [", but also", "and .", ". 2.", "of the sun", "- or so", "[1, 2, 3]"])
 def test_fragments_of_a_sentence_are_never_sub_tasks(fragment: str) -> None:
     assert is_fragment(fragment)
     raw = json.dumps({"tasks": ["Describe the planet Mars", fragment, "Describe Venus"]})

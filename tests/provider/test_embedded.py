@@ -32,7 +32,7 @@ import pytest
 import swarmkit
 from swarmkit.cli import DEMO_TASK
 from swarmkit.config.swarm import RoleConfig, SwarmConfig
-from swarmkit.engine.ladder import forget_rungs, remembered_rung
+from swarmkit.engine.ladder import forget_rungs, plan_rungs, remembered_rung
 from swarmkit.engine.planner import is_fragment
 from swarmkit.errors import LocalModelError
 from swarmkit.events import CallFinished, CallStarted, ConcurrencyChanged, Event, RunStarted
@@ -59,7 +59,10 @@ PLAN_SCHEMA = {
     "required": ["tasks"],
 }
 # The local planner's item pattern (swarmkit/engine/ladder.py): one line, from a letter.
-ONE_LINE_TASK = re.compile(r"[A-Za-z][^\n\r\t\"\\]{11,159}")
+# The pattern the embedded planner's json_schema rung gives each task.
+ONE_LINE_TASK = re.compile(
+    plan_rungs(4, local=True)[0].response_format["json_schema"]["schema"]  # type: ignore[index]
+    ["properties"]["tasks"]["items"]["pattern"])
 SCAFFOLD = ("Your sub-task (", "Overall task:", "Worker 1 (sub-task:")
 WAIT = 300.0  # seconds: generous, for a loaded machine
 # Seconds between looks at GET /slots while a request may be cancelled. llama.cpp's server
@@ -411,6 +414,7 @@ def test_eight_concurrent_requests_overlap_at_the_server_and_not_on_one_slot(
 def test_an_idle_server_is_restarted_with_more_slots_and_kept_for_fewer(
     server: LocalModelServer,
 ) -> None:
+    stop_local_server()  # earlier tests may have grown it: start from one slot
     small = local_server(1)
     assert small is server and small.slots == 1  # the fixture's server had one slot
     pid = small.pid
@@ -429,6 +433,7 @@ def test_an_idle_server_is_restarted_with_more_slots_and_kept_for_fewer(
 def test_a_busy_server_is_kept_and_a_run_is_capped_at_its_slots(
     server: LocalModelServer,
 ) -> None:
+    stop_local_server()  # earlier tests may have grown it: start from two slots
     two = local_server(2)
     assert two.slots == 2
     pid = two.pid
@@ -535,6 +540,7 @@ def test_the_planner_json_schema_rung_works_on_the_first_try(
 @pytest.mark.local
 @pytest.mark.slow
 def test_the_demo_plan_has_no_fragments_and_its_answer_finishes() -> None:
+    forget_rungs()  # a first run on this server starts at the top of the ladder, as the demo's
     # The options of `jswarm demo` (swarmkit/cli.py _cmd_demo).
     run = swarmkit.run_sync(
         DEMO_TASK, model="local", workers=4, concurrency=4, max_tokens=256,
