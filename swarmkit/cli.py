@@ -239,6 +239,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         # Every worker at once: the embedded server has a slot for each (up to 8).
         "concurrency": args.workers,
         "max_tokens": 256,
+        # Room for the plan's JSON: four tasks of up to 24 words cut at 256 tokens are no
+        # JSON, and the planner then goes down its ladder to plain text.
+        "planner_max_tokens": 512,
         "reducer_max_tokens": 512,
         "temperature": 0.2,
         "seed": 7,

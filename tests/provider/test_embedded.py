@@ -544,7 +544,8 @@ def test_the_demo_plan_has_no_fragments_and_its_answer_finishes() -> None:
     # The options of `jswarm demo` (swarmkit/cli.py _cmd_demo).
     run = swarmkit.run_sync(
         DEMO_TASK, model="local", workers=4, concurrency=4, max_tokens=256,
-        reducer_max_tokens=512, temperature=0.2, seed=7, history=False,
+        planner_max_tokens=512, reducer_max_tokens=512, temperature=0.2, seed=7,
+        history=False,
     )
     assert run.status == "completed", run.error
     assert run.plan
