@@ -139,6 +139,9 @@ from swarmkit.testing import swarm_shell
 
 shell = swarm_shell()
 shell.run_line_magic("env", "SWARMKIT_LIVE=1")
+# Short answers, but room for the plan's JSON (cut at 32 tokens it is no JSON).
+shell.run_line_magic("swarm", "config max_tokens=32")
+shell.run_line_magic("swarm", "config planner_max_tokens=256")
 with capture_output() as out:
     shell.run_cell_magic("swarm", LINE, "Name two colours.")
 run = shell.user_ns["_swarm"]
@@ -152,10 +155,10 @@ print("status:", run.status, "calls:", len(run.calls),
 def test_on_binder_swarmkit_live_runs_the_quickstart_cell_on_the_embedded_model(
     binder: BinderEnv,
 ) -> None:
-    # The quickstart's own replay cell, smaller (2 workers, 32 tokens) so it is quick;
+    # The quickstart's own replay cell, smaller (2 workers, 32 tokens an answer) so it is quick;
     # the kernel's endpoint is closed and it has no key: only the embedded server serves.
     line = ("--replay 01-quickstart.swarm.json --model local --workers 2 --concurrency 2 "
-            "--max-tokens 32 --no-cache --quiet")
+            "--no-cache --quiet")
     done = subprocess.run(
         [str(binder.python), "-c", f"LINE = {line!r}\n" + LIVE_CELL],
         cwd=binder.project / "notebooks", env=binder.env, capture_output=True, text=True,
