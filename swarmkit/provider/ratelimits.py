@@ -261,26 +261,26 @@ class RateLimits:
         self.window = config.rate_window
         self.concurrency = config.concurrency
         self.adaptive = config.adaptive_concurrency
-        self._gates: dict[str, AdaptiveGate] = {}
+        self._gates: dict[str, AdaptiveGate | None] = {}
         self._turns = itertools.count()
         # Endpoints whose cap is below the concurrency and not yet reported (the embedded
         # server's slots): said once, as a ConcurrencyChanged, so nothing queues unseen.
         self._unreported: dict[str, str] = {}
 
     def gate(self, base_url: str) -> AdaptiveGate | None:
-        gate = self._gates.get(base_url)
-        if gate is not None:
-            return gate
+        """The endpoint's gate, decided once per endpoint (None: nothing caps it)."""
+        if base_url in self._gates:
+            return self._gates[base_url]
+        gate: AdaptiveGate | None = None
         slots = slots_at(base_url)
         if slots is not None and slots < self.concurrency:
-            gate = self._gates[base_url] = AdaptiveGate(slots)
+            gate = AdaptiveGate(slots)
             self._unreported[base_url] = (
                 f"the embedded model serves {slots} requests at once (its slots, at most "
                 f"{MAX_SLOTS}); the other calls wait here, not at the server")
-            return gate
-        if not self.adaptive:
-            return None
-        gate = self._gates[base_url] = AdaptiveGate(self.concurrency)
+        elif self.adaptive:
+            gate = AdaptiveGate(self.concurrency)
+        self._gates[base_url] = gate
         return gate
 
     async def admit(
