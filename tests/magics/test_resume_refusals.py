@@ -13,7 +13,7 @@ from IPython.utils.capture import capture_output
 
 from swarmkit.display import RunListing
 from swarmkit.magics import SwarmMagics
-from swarmkit.store import History
+from swarmkit.store import History, default_history_path
 from swarmkit.testing import FakeServer, FaultRule
 from swarmkit.testing.faults import Fault
 
@@ -29,7 +29,7 @@ def line_for(server: FakeServer, extra: str = "") -> str:
 
 
 def history_path() -> Path:
-    return History().path  # the test's own ($SWARMKIT_HISTORY, see tests/conftest.py)
+    return default_history_path()  # the test's own ($SWARMKIT_HISTORY, see tests/conftest.py)
 
 
 def dry_run(shell: InteractiveShell, server: FakeServer, task: str, extra: str = "") -> str:
