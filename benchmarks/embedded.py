@@ -59,8 +59,8 @@ from extras import machine_line  # noqa: E402
 import swarmkit  # noqa: E402
 import swarmkit.api  # noqa: E402  (the modules a run uses, imported before the clock)
 import swarmkit.provider  # noqa: E402
-from swarmkit.config.swarm import LOCAL_MODEL, SwarmConfig  # noqa: E402
-from swarmkit.engine.budgeted import build_request  # noqa: E402
+from swarmkit.config.swarmconfig import LOCAL_MODEL, SwarmConfig  # noqa: E402
+from swarmkit.engine.budgetedcalls import build_request  # noqa: E402
 from swarmkit.engine.worker import worker_messages  # noqa: E402
 from swarmkit.provider.embedded import (  # noqa: E402
     LocalModelServer,

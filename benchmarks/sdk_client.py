@@ -6,7 +6,7 @@ The same N worker calls as ``raw_client.py`` (given tasks, no planner, the messa
 swarmkit worker sends), under an ``asyncio.Semaphore(C)``, every reply's content kept,
 but through one ``openai.AsyncOpenAI`` built as swarmkit's provider builds its client
 (``swarmkit/provider/clients.py``: the SDK's aiohttp transport, no SDK retries) and
-called as the provider calls it (``swarmkit/provider/call.py``: ``client.post`` with the
+called as the provider calls it (``swarmkit/provider/openaiprovider.py``: ``client.post`` with the
 plain JSON body, ``cast_to=object``, and the ``X-Swarm-*`` headers). What is left
 between this and swarmkit is swarmkit's own work per call. Prints one JSON line in the
 shape of ``baseline.py``.

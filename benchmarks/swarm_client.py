@@ -28,7 +28,7 @@ import swarmkit.api  # the modules a run uses, imported before the clock
 import swarmkit.provider
 import swarmkit.store
 import swarmkit.tools
-from swarmkit.store.writer import wait_for_writes
+from swarmkit.store.writethread import wait_for_writes
 
 __all__ = ["main", "parse_options"]
 

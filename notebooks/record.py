@@ -42,9 +42,9 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's swarmkit, installed or n
 import nbformat  # noqa: E402
 
 import swarmkit  # noqa: E402
+from swarmkit.api.result import Run  # noqa: E402
 from swarmkit.export.exporter import ReplayNotebook  # noqa: E402
-from swarmkit.export.writer import execute_notebook  # noqa: E402
-from swarmkit.result import Run  # noqa: E402
+from swarmkit.export.notebookfile import execute_notebook  # noqa: E402
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer  # noqa: E402
 from tests.support.notebooks import offline_env  # noqa: E402
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ._version import __version__
-from .api import load_run, run, run_sync
-from .calls import ChatRequest, ChatResponse
-from .comparing import compare, compare_sync
-from .comparison import Comparison
+from .api.entry import load_run, run, run_sync
+from .api.result import Run
+from .compare.comparison import Comparison
+from .compare.runner import compare, compare_sync
 from .config import RoleConfig, SwarmConfig
+from .engine.prices import ModelPrice, PriceTable
 from .errors import (
     BudgetExceeded,
     CassetteError,
@@ -33,7 +34,7 @@ from .errors import (
     SwarmError,
     ToolError,
 )
-from .events import (
+from .record.events import (
     BudgetUpdated,
     CallFinished,
     CallRetried,
@@ -51,12 +52,11 @@ from .events import (
     WorkerFinished,
     WorkerStarted,
 )
-from .pricing import ModelPrice, PriceTable
-from .records import CallRecord, ToolCallRecord, WorkerRecord
-from .result import Run
-from .runrecord import RunRecord
+from .record.modelcall import ChatRequest, ChatResponse
+from .record.rows import CallRecord, ToolCallRecord, WorkerRecord
+from .record.runrecord import RunRecord
+from .record.usage import Usage
 from .tools import Tool, tool
-from .usage import Usage
 
 __all__ = [
     "BudgetExceeded",

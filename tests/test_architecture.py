@@ -112,7 +112,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_type_checking_and_local_imports() -> None:
     graph = import_graph()
     # Under `if TYPE_CHECKING:` (the session's Run) and at the top of a package module.
-    assert "swarmkit.result" in graph["swarmkit.magics.session"]
+    assert "swarmkit.api.result" in graph["swarmkit.magics.session"]
     assert "swarmkit.tools.registry" in graph["swarmkit.tools"]
     # Inside a function: the extension loads the magics only when IPython asks.
     assert "swarmkit.magics" in graph["swarmkit"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmkit.budget import Budget
+from swarmkit.engine.budget import Budget
 from swarmkit.errors import BudgetExceeded
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from swarmkit.calls import ChatRequest
+from swarmkit.record.modelcall import ChatRequest
 
 MESSAGES = ({"role": "user", "content": "Name three rivers"},)
 

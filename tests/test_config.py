@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit.config.swarm import AUTO_MODEL, SwarmConfig
+from swarmkit.config.swarmconfig import AUTO_MODEL, SwarmConfig
 from swarmkit.errors import ConfigError
 
 
@@ -115,9 +115,9 @@ def test_a_row_put_on_every_surface_appears_on_every_surface(
     """Adding an option is one row: the magic, %swarm config, the CLI and the docs follow."""
     from dataclasses import replace
 
-    from swarmkit import cli
+    from swarmkit.cli import command as cli
     from swarmkit.config import options as option_table
-    from swarmkit.magics import options as magic_options
+    from swarmkit.magics import flags as magic_options
     from swarmkit.magics.commands import check_config_key
 
     row = next(r for r in option_table.OPTIONS if r.name == "call_timeout")

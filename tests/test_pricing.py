@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
+from swarmkit.engine.prices import ModelPrice, PriceTable
 from swarmkit.errors import ConfigError
-from swarmkit.pricing import ModelPrice, PriceTable
-from swarmkit.usage import Usage
+from swarmkit.record.usage import Usage
 
 REQUIRED = (
     "gpt-4.1", "gpt-4.1-mini", "gpt-4o-mini", "claude-sonnet-4.5", "gemini-2.5-flash",

@@ -127,7 +127,7 @@ def test_resume_without_a_task_runs_the_stored_one(
 
 def planned(server: FakeServer, history: Path, task: str) -> str:
     """A dry-run (the planner alone, as ``%%swarm --dry-run`` runs it); its run id."""
-    from swarmkit.api import create_engine
+    from swarmkit.api.entry import create_engine
 
     async def plan() -> str:
         engine = await create_engine(**options(server, history, workers=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from swarmkit.urls import redact_url, split_credentials
+from swarmkit.config.urls import redact_url, split_credentials
 
 
 def test_a_url_without_userinfo_is_left_alone() -> None:

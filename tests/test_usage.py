@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from decimal import Decimal
 
-from swarmkit.records import CallRecord, WorkerRecord
-from swarmkit.usage import Usage
+from swarmkit.record.rows import CallRecord, WorkerRecord
+from swarmkit.record.usage import Usage
 
 
 def test_zero_is_the_start_of_any_sum() -> None:

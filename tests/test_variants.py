@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from swarmkit.compare.variants import check_count, parse_compare, value_labels, variants_of
 from swarmkit.errors import ConfigError
-from swarmkit.variants import check_count, parse_compare, value_labels, variants_of
 
 
 def test_repeated_keys_combine_as_a_grid_the_first_key_slowest() -> None:

@@ -4,11 +4,11 @@ One :class:`Option` row names a public option (the keyword of ``swarmkit.run`` a
 key of ``%swarm config``), the ``SwarmConfig``/``RoleConfig`` field it sets, how its
 text is read (``kind``), its help line, and the surfaces it appears on:
 
-- ``magic``: a ``%%swarm`` flag (``swarmkit.magics.options`` builds its parser from it);
+- ``magic``: a ``%%swarm`` flag (``swarmkit.magics.flags`` builds its parser from it);
 - ``config``: a ``%swarm config`` key (and a ``swarm_config(...)`` keyword);
 - ``cli``: a ``jswarm run`` flag (``swarmkit.cli`` builds its parser from it);
 - ``replay``: it shapes the requests, so an exported notebook's replay cell sets it
-  (``swarmkit.export.replaycell``).
+  (``swarmkit.export.cellsource``).
 
 A ``role`` option is a ``RoleConfig`` field: it sets all three roles, and
 ``planner_<name>``, ``worker_<name>`` and ``reducer_<name>`` set one; ``role_flags``

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..urls import origin
+from ..config.urls import origin
 
 __all__ = [
     "OPENAI_BASE_URL",

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from urllib.parse import quote
 
-from ..calls import ChatResponse
+from ..record.modelcall import ChatResponse
 
 _SPACE = re.compile(r"\s+")
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from urllib.parse import unquote, urlsplit
 
-from ..config.swarm import DEFAULT_KEY_ENV, ROLES, SwarmConfig
+from ..config.swarmconfig import DEFAULT_KEY_ENV, ROLES, SwarmConfig
 from .scrub import MIN_SECRET_CHARS, remember_secrets
 
 __all__ = ["MIN_SECRET_CHARS", "find_secret", "find_secret_in_chunks", "secret_values"]

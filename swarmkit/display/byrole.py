@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..usage import Usage
+from ..record.usage import Usage
 
 if TYPE_CHECKING:
-    from ..records import CallRecord
+    from ..record.rows import CallRecord
 
 __all__ = ["ROLE_HEADERS", "RoleSpend", "role_spend"]
 

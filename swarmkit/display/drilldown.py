@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
-from ..records import reducer_part_of_step
+from ..record.rows import reducer_part_of_step
 from .markdown import markdown_html
 
 if TYPE_CHECKING:
-    from ..records import ToolCallRecord, WorkerRecord
-    from ..runrecord import RunRecord
+    from ..record.rows import ToolCallRecord, WorkerRecord
+    from ..record.runrecord import RunRecord
     from .failures import Failure
 
 __all__ = [

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..provider.hints import advice
-from ..records import worker_of_step
+from ..record.rows import worker_of_step
 
 if TYPE_CHECKING:
-    from ..records import CallRecord, WorkerRecord
+    from ..record.rows import CallRecord, WorkerRecord
 
 __all__ = ["Failure", "failure_of", "failure_statuses", "hint_for"]
 

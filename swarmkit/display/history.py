@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - an old wcwidth, or none: wrap by chara
     from textwrap import wrap
 
 from ..credentials.scrub import one_line
-from ..runrecord import RunRecord
+from ..record.runrecord import RunRecord
 from ..store.history import RunSummary
 from .rendered import Rendered
 from .tables import format_cost, format_tokens

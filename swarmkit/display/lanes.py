@@ -12,7 +12,7 @@ import html
 from collections.abc import Sequence
 
 from ..credentials.scrub import one_line
-from ..usage import Usage
+from ..record.usage import Usage
 from .livestate import LiveState
 from .tables import format_cost, format_tokens
 from .theme import COLOURS, STYLE

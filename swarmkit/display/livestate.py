@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..config.automodel import auto_notice
-from ..events import (
+from ..record.events import (
     BatchUpdated,
     BudgetUpdated,
     CallFinished,
@@ -36,12 +36,12 @@ from ..events import (
     WorkerFinished,
     WorkerStarted,
 )
-from ..records import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
-from ..usage import Usage
+from ..record.rows import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
+from ..record.usage import Usage
 from .truncation import max_tokens_of
 
 if TYPE_CHECKING:
-    from ..config.swarm import SwarmConfig
+    from ..config.swarmconfig import SwarmConfig
 
 __all__ = ["MAX_ROWS", "MAX_TOOL_ROWS", "MAX_WORKER_TOOLS", "SECTIONS", "LiveState",
            "WorkerLive"]

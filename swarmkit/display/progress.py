@@ -12,7 +12,14 @@ from collections import Counter
 from decimal import Decimal
 from typing import TextIO
 
-from ..events import BudgetUpdated, CallFinished, Event, PlanReady, RunFinished, WorkerFinished
+from ..record.events import (
+    BudgetUpdated,
+    CallFinished,
+    Event,
+    PlanReady,
+    RunFinished,
+    WorkerFinished,
+)
 from .tables import format_cost
 
 __all__ = ["ProgressLine"]

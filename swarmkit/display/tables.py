@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..config.automodel import auto_notice
+from ..config.outputschema import schema_fields
 from ..credentials.scrub import one_line
-from ..outputschema import schema_fields
-from ..records import worker_of_step
+from ..record.rows import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
 from .failures import Failure, failure_of, failure_statuses
 from .rendered import Bundle, Rendered
@@ -39,9 +39,9 @@ from .truncation import (
 )
 
 if TYPE_CHECKING:
-    from ..records import ToolCallRecord, WorkerRecord
-    from ..runrecord import RunRecord
-    from ..usage import Usage
+    from ..record.rows import ToolCallRecord, WorkerRecord
+    from ..record.runrecord import RunRecord
+    from ..record.usage import Usage
 
 __all__ = [
     "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "format_cost",

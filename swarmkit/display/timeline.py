@@ -26,12 +26,12 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..records import reducer_part_of_step, worker_of_step
+from ..record.rows import reducer_part_of_step, worker_of_step
 from .theme import COLOURS as _THEME
 
 if TYPE_CHECKING:
-    from ..records import CallRecord
-    from ..runrecord import RunRecord
+    from ..record.rows import CallRecord
+    from ..record.runrecord import RunRecord
 
 __all__ = ["MAX_LANES", "MAX_PART_LANES", "timeline_svg"]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..records import reducer_part_of_step, worker_of_step
+from ..record.rows import reducer_part_of_step, worker_of_step
 
 if TYPE_CHECKING:
-    from ..records import CallRecord
-    from ..runrecord import RunRecord
+    from ..record.rows import CallRecord
+    from ..record.runrecord import RunRecord
 
 __all__ = ["CUT_MARK", "answer_warning", "cut_count", "cut_line", "cut_note", "cut_workers",
            "max_tokens_of", "raise_hint", "with_cut_mark"]

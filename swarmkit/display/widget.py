@@ -25,15 +25,15 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..events import Event, RunFinished
+from ..record.events import Event, RunFinished
 from .flusher import TICK, Flusher
 from .lanes import render_header, render_lane
 from .livehtml import render_changed
 from .livestate import SECTIONS, LiveState
 
 if TYPE_CHECKING:
-    from ..config.swarm import SwarmConfig
-    from ..events import Sink
+    from ..config.swarmconfig import SwarmConfig
+    from ..record.events import Sink
 
 __all__ = ["TICK", "CompareDashboard", "Dashboard"]
 

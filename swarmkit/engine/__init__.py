@@ -1,1 +1,1 @@
-"""swarmkit.engine.swarm"""
+"""swarmkit.engine.engine"""

@@ -11,14 +11,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..budget import Budget
-from ..calls import ChatRequest, ToolKey, ToolOutcome
-from ..config.swarm import Role, SwarmConfig
-from ..events import Event
-from ..modelcaller import RunCaller
-from ..pricing import PriceTable
-from .budgeted import BudgetedCalls, build_request
+from ..config.swarmconfig import Role, SwarmConfig
+from ..record.events import Event
+from ..record.modelcall import ChatRequest, ToolKey, ToolOutcome
+from .budget import Budget
+from .budgetedcalls import BudgetedCalls, build_request
 from .halt import Halt
+from .modelcaller import RunCaller
+from .prices import PriceTable
 
 __all__ = ["StepContext"]
 

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..config.swarm import SwarmConfig
-from ..pricing import PriceTable
-from ..records import CallRecord
-from ..usage import Usage
-from .budgeted import build_request
+from ..config.swarmconfig import SwarmConfig
+from ..record.rows import CallRecord
+from ..record.usage import Usage
+from .budgetedcalls import build_request
+from .prices import PriceTable
 from .reducerinput import input_limit, reducer_prompts, reducer_request
 from .worker import worker_messages
 

@@ -2,7 +2,7 @@
 the rung each endpoint took this session.
 
 OpenAI-compatible servers differ in what structured output they take, and say so
-differently (swarmkit.provider.call maps each refusal to ResponseFormatUnsupported):
+differently (swarmkit.provider.openaiprovider maps each refusal to ResponseFormatUnsupported):
 
 - OpenAI, vLLM, Ollama ≥ 0.5, LM Studio and current llama.cpp ``llama-server`` take
   ``json_schema``. vLLM refuses a schema its grammar backend cannot compile (HTTP 400,
@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..config.swarm import RoleConfig
+from ..config.swarmconfig import RoleConfig
 
 __all__ = [
     "Rung",

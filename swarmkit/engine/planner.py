@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..calls import ChatRequest
 from ..errors import PlanError, ResponseFormatUnsupported, SwarmError
-from ..events import PlanReady
+from ..record.events import PlanReady
+from ..record.modelcall import ChatRequest
 from .context import StepContext
 from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
 

@@ -13,11 +13,11 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from ..budget import Reservation
-from ..calls import ChatRequest
 from ..errors import BudgetExceeded
-from ..events import ReducerDelta, ReducerStarted
-from ..records import WorkerRecord
+from ..record.events import ReducerDelta, ReducerStarted
+from ..record.modelcall import ChatRequest
+from ..record.rows import WorkerRecord
+from .budget import Reservation
 from .context import StepContext
 from .reducerinput import (
     input_limit,

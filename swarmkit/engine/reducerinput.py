@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..calls import ChatRequest, canonical_json
-from ..config.swarm import SwarmConfig
-from ..pricing import PriceTable
-from .budgeted import build_request
+from ..config.swarmconfig import SwarmConfig
+from ..record.modelcall import ChatRequest, canonical_json
+from .budgetedcalls import build_request
+from .prices import PriceTable
 
 __all__ = [
     "DEFAULT_CONTEXT",

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from ..config.swarm import SwarmConfig
+from ..config.swarmconfig import SwarmConfig
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss
-from ..events import ReducerStarted
-from .budgeted import build_request
+from ..record.events import ReducerStarted
+from .budgetedcalls import build_request
 from .context import StepContext
 from .reducerinput import (
     MERGE_INTRO,

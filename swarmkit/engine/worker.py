@@ -2,7 +2,7 @@
 
 A worker always ends with a WorkerFinished event and a final status: completed, failed,
 skipped or cancelled, with the reason (budget, provider, tools, schema, error, interrupt,
-timeout). With an output schema its answer is typed (swarmkit.engine.typed).
+timeout). With an output schema its answer is typed (swarmkit.engine.typedworker).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calls import CallOutcome, ChatRequest, ToolKey, ToolOutcome
-from ..config.swarm import SwarmConfig
+from ..config.swarmconfig import SwarmConfig
 from ..credentials.scrub import scrub, scrub_line
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
-from ..events import Event, WorkerFinished, WorkerStarted
-from ..records import CallRecord, WorkerRecord, WorkerStatus
-from ..usage import Usage
+from ..record.events import Event, WorkerFinished, WorkerStarted
+from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
+from ..record.rows import CallRecord, WorkerRecord, WorkerStatus
+from ..record.usage import Usage
 from .context import StepContext
 from .scaffold import without_scaffold
-from .typed import checked_answer, schema_instruction, typed_answer
+from .typedworker import checked_answer, schema_instruction, typed_answer
 
 __all__ = [
     "WorkerContext",

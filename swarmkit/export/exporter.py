@@ -31,15 +31,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config.swarm import DEFAULT_KEY_ENV, ROLES
+from ..config.swarmconfig import DEFAULT_KEY_ENV, ROLES
 from ..credentials.secrets import MIN_SECRET_CHARS, find_secret
 from ..errors import ExportError, StoreError
 from ..store.cassette import Cassette
 from ..store.history import History, default_history_path
 from ..store.recent import recent_recording
-from .replaycell import header_markdown, line_safe
-from .replayed import Recording, Replayed, SwarmCell
-from .writer import (
+from .cellsource import header_markdown, line_safe
+from .notebookfile import (
     CLOSED_BASE_URL,
     NotebookPart,
     execute_notebook,
@@ -47,11 +46,12 @@ from .writer import (
     render_cells,
     write_all,
 )
+from .replaycells import Recording, Replayed, SwarmCell
 
 if TYPE_CHECKING:
     import nbformat
 
-    from ..runrecord import RunRecord
+    from ..record.runrecord import RunRecord
 
 __all__ = [
     "ExportResult",

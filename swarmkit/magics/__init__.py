@@ -22,7 +22,7 @@ from __future__ import annotations
 from .bridge import SwarmHandle
 from .commands import COMMANDS, Command, swarm_config
 from .core import SwarmMagics, load_ipython_extension
-from .options import FLAGS, Flag
+from .flags import FLAGS, Flag
 
 __all__ = ["COMMANDS", "FLAGS", "Command", "Flag", "SwarmHandle", "SwarmMagics",
            "load_ipython_extension", "swarm_config"]

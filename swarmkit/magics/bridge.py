@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display, update_display
 
-from ..api import create_engine
-from ..comparison import Comparison
+from ..api.entry import create_engine
+from ..compare.comparison import Comparison
 from ..engine.background import WAIT_SLICE, background_loop
 
 if TYPE_CHECKING:
     import concurrent.futures
 
-    from ..config.swarm import SwarmConfig
-    from ..engine.swarm import Engine
-    from ..events import Sink
-    from ..result import Run
+    from ..api.result import Run
+    from ..config.swarmconfig import SwarmConfig
+    from ..engine.engine import Engine
+    from ..record.events import Sink
 
 __all__ = ["CANCEL_GRACE", "SwarmHandle", "summary_line"]
 

@@ -27,13 +27,13 @@ from ..config.options import (
     option_named,
     public_name,
 )
-from ..config.swarm import ROLES, SwarmConfig
+from ..config.swarmconfig import ROLES, SwarmConfig
+from ..config.urls import redact_url
+from ..engine.prices import PriceTable
 from ..errors import ConfigError
-from ..pricing import PriceTable
-from ..urls import redact_url
 from .bridge import summary_line
-from .display import SmallTable, publish, run_bundle
-from .options import NOTEBOOK_DEFAULTS
+from .flags import NOTEBOOK_DEFAULTS
+from .output import SmallTable, publish, run_bundle
 from .session import Session
 
 __all__ = [

@@ -18,30 +18,30 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from ..api import create_engine
-from ..config.swarm import SwarmConfig
+from ..api.entry import create_engine
+from ..config.swarmconfig import SwarmConfig
+from ..config.template import interpolate
 from ..display import widget
 from ..engine.background import background_loop
 from ..errors import ConfigError, SwarmError
-from ..store.writer import writes_deferred
-from ..template import interpolate
+from ..store.writethread import writes_deferred
 from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
 from .compare import Compared, ComparisonHandle, variants_for
-from .display import publish, run_bundle
 from .dryrun import dry_run, dry_run_variants
+from .flags import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 from .interrupts import InterruptGate
 from .liveswitch import live_instead_of_replay
-from .options import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
+from .output import publish, run_bundle
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
 from .tools import with_session_tools
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..comparison import Comparison
-    from ..events import Sink
-    from ..result import Run
+    from ..api.result import Run
+    from ..compare.comparison import Comparison
+    from ..record.events import Sink
 
 __all__ = ["SwarmMagics", "load_ipython_extension"]
 

@@ -2,7 +2,7 @@
 
 The estimate itself is ``swarmkit.engine.estimate``; this module renders it. With
 ``--compare``, every variant's planner runs (identical planner requests are made once,
-through one :class:`~swarmkit.provider.shared.SharedCalls`) and one table prices them all.
+through one :class:`~swarmkit.provider.sharedcalls.SharedCalls`) and one table prices them all.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import create_engine
-from ..config.swarm import SwarmConfig
+from ..api.entry import create_engine
+from ..compare.variants import Variant
+from ..config.swarmconfig import SwarmConfig
 from ..display.tables import format_cost, format_tokens
+from ..engine.engine import Engine
 from ..engine.estimate import Estimate, RoleEstimate
 from ..engine.estimate import estimate as estimate_plan
-from ..engine.swarm import Engine
-from ..provider.shared import SharedCalls
-from ..usage import Usage
-from ..variants import Variant
-from .display import SmallTable
+from ..provider.sharedcalls import SharedCalls
+from ..record.usage import Usage
+from .output import SmallTable
 
 __all__ = ["CompareDryRun", "DryRun", "RoleEstimate", "dry_run", "dry_run_variants",
            "estimate"]

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from ..comparison import Comparison
+from ..api.result import Run
+from ..compare.comparison import Comparison
+from ..compare.export import comparison_paths
 from ..errors import StoreError, SwarmError
-from ..export.comparison import comparison_paths
 from ..export.exporter import ExportResult, export_paths, export_run
-from ..export.writer import existing
-from ..result import Run
+from ..export.notebookfile import existing
 from ..store import History
 from .session import usage_error
 

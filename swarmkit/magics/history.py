@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from ..api.result import Run
 from ..display import RunDiff, RunListing
 from ..errors import ConfigError, StoreError, SwarmError
-from ..result import Run
 from ..store import History, rerun_config
 from ..store.rerun import rerun_endpoints
 from .bridge import SwarmHandle, summary_line
-from .display import publish, run_bundle
+from .output import publish, run_bundle
 from .session import LAST_RUN, check_keys, usage_error
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from IPython.core.error import UsageError
 
-from ..config.swarm import AUTO_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import AUTO_MODEL, ROLES, SwarmConfig
 from ..errors import SwarmError
 from ..store.cassette import Cassette
 

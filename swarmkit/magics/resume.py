@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..api import check_resumable, resumed_config
+from ..api.entry import check_resumable, resumed_config
 from ..errors import ConfigError, StoreError
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
 from .session import LAST_RUN, check_keys, usage_error
 
 if TYPE_CHECKING:
-    from ..runrecord import RunRecord
+    from ..record.runrecord import RunRecord
     from .session import Session
 
 __all__ = ["resume_command"]

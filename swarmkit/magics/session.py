@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
 
-from ..config.swarm import AUTO_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import AUTO_MODEL, ROLES, SwarmConfig
 from ..credentials.scrub import scrub
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
-    from ..result import Run
+    from ..api.result import Run
+    from ..compare.comparison import Comparison
     from .bridge import SwarmHandle
 
 __all__ = ["LAST_HANDLE", "LAST_RUN", "Session", "check_keys", "usage_error"]

@@ -18,7 +18,7 @@ from ..config.options import TOOL_CHOICE_KEYS
 from ..errors import ConfigError, MCPError
 from ..tools import Tool, mcp_registry, parse_mcp_add, session_tools
 from ..tools.registry import choose_tools
-from .display import SmallTable
+from .output import SmallTable
 
 if TYPE_CHECKING:
     from .session import Session

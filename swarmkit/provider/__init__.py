@@ -6,8 +6,8 @@ endpoints (base URL and key variable) and their SDK clients.
 
 from __future__ import annotations
 
-from .call import OpenAIProvider
 from .clients import OPENAI_BASE_URL, PLACEHOLDER_KEY, Endpoint, EndpointClients
+from .openaiprovider import OpenAIProvider
 
 __all__ = [
     "OPENAI_BASE_URL",

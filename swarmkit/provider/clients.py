@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config.swarm import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
+from ..config.swarmconfig import DEFAULT_KEY_ENV, RoleConfig, SwarmConfig
+from ..config.urls import split_credentials
 from ..config.validation import check_base_url
 from ..credentials.endpoints import OPENAI_BASE_URL, remember_endpoint
 from ..credentials.scrub import MIN_SECRET_CHARS, remember_secrets
 from ..credentials.secrets import secret_values
 from ..errors import ConfigError
-from ..urls import split_credentials
 
 __all__ = ["OPENAI_BASE_URL", "PLACEHOLDER_KEY", "Endpoint", "EndpointClients"]
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..calls import ChatResponse, ToolCallRequest
-from ..usage import Usage
+from ..record.modelcall import ChatResponse, ToolCallRequest
+from ..record.usage import Usage
 
 # Longer than any model name or finish reason: a longer text is not worth sharing.
 _LABEL_CHARS = 128

@@ -44,7 +44,7 @@ import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
-from ..config.swarm import LOCAL_MODEL, RoleConfig
+from ..config.swarmconfig import LOCAL_MODEL, RoleConfig
 from ..errors import LocalModelError
 from .modelfile import (
     GGUF_FILE,

@@ -28,9 +28,9 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..config.swarm import SwarmConfig
-from ..events import ConcurrencyChanged, Event, RateLimitWait
-from ..urls import redact_url
+from ..config.swarmconfig import SwarmConfig
+from ..config.urls import redact_url
+from ..record.events import ConcurrencyChanged, Event, RateLimitWait
 from .embedded import MAX_SLOTS, slots_at
 from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
 

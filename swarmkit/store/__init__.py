@@ -13,10 +13,10 @@ from __future__ import annotations
 from .cache import ResponseCache
 from .callstore import CallStore
 from .cassette import CASSETTE_FORMAT, Cassette, RecordedCall, RecordedTool
+from .cassettebuilder import CassetteRecorder
 from .database import Database, reset_database
 from .history import History, HistorySink, RunSummary, default_history_path
 from .recent import recent_recording, remember_recording
-from .recorder import CassetteRecorder
 from .replay import Player, first_difference
 from .rerun import rerun_config
 

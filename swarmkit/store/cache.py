@@ -11,12 +11,12 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from ..calls import ChatResponse, canonical_json
 from ..errors import StoreError
-from ..schema import Schema, parse_json
+from ..record.fileshapes import Schema, parse_json
+from ..record.modelcall import ChatResponse, canonical_json
 from .cassette import RecordedResponse
 from .database import Database
-from .writer import Job
+from .writethread import Job
 
 __all__ = ["ResponseCache"]
 

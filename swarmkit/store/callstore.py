@@ -16,7 +16,18 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..calls import (
+from ..config.swarmconfig import RoleConfig, SwarmConfig
+from ..credentials.secrets import find_secret, secret_values
+from ..engine.modelcaller import ModelCaller
+from ..errors import (
+    CassetteError,
+    ProviderError,
+    ResponseFormatUnsupported,
+    StoreError,
+    SwarmError,
+)
+from ..record.events import CallRetried, Event, Sink
+from ..record.modelcall import (
     CallOutcome,
     CallSource,
     ChatRequest,
@@ -25,22 +36,11 @@ from ..calls import (
     ToolOutcome,
     endpoint_key,
 )
-from ..config.swarm import RoleConfig, SwarmConfig
-from ..credentials.secrets import find_secret, secret_values
-from ..errors import (
-    CassetteError,
-    ProviderError,
-    ResponseFormatUnsupported,
-    StoreError,
-    SwarmError,
-)
-from ..events import CallRetried, Event, Sink
-from ..modelcaller import ModelCaller
 from .cache import ResponseCache
 from .cassette import Cassette, RecordedCall
+from .cassettebuilder import CassetteRecorder
 from .history import History, HistorySink
 from .recent import remember_recording
-from .recorder import CassetteRecorder
 from .replay import Player
 
 __all__ = ["CallStore"]

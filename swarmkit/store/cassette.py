@@ -23,12 +23,10 @@ from typing import Annotated, Any, NotRequired
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from ..calls import CallSource, ChatResponse
-from ..config.swarm import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
 from ..credentials.secrets import find_secret
 from ..errors import CassetteError
-from ..jsontext import Items, json_pieces, plain
-from ..schema import (
+from ..record.fileshapes import (
     Cost,
     Count,
     JSONObject,
@@ -39,6 +37,8 @@ from ..schema import (
     parse_json,
     shaped_like,
 )
+from ..record.jsontext import Items, json_pieces, plain
+from ..record.modelcall import CallSource, ChatResponse
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
 

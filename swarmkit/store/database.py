@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import StoreError
 from .migrations import MIGRATIONS, Migration, migrate, schema_version
-from .writer import Job, Writer, wait_for_writes
+from .writethread import Job, Writer, wait_for_writes
 
 __all__ = ["SCHEMA_VERSION", "Database", "reset_database"]
 

@@ -21,19 +21,19 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from ..calls import canonical_json
-from ..config.swarm import SwarmConfig
+from ..config.swarmconfig import SwarmConfig
 from ..credentials.secrets import find_secret_in_chunks
-from ..engine.recorder import RunRecorder
+from ..engine.recordbuilder import RunRecorder
 from ..errors import CassetteError, RecordError, StoreError
-from ..events import BatchSubmitted, Event, PlanReady, RunFinished
-from ..jsontext import chunks
-from ..records import CallRecord, ToolCallRecord
-from ..runrecord import RunRecord
-from ..schema import Schema, Seconds, Total, TotalCost, describe, parse_json
+from ..record.events import BatchSubmitted, Event, PlanReady, RunFinished
+from ..record.fileshapes import Schema, Seconds, Total, TotalCost, describe, parse_json
+from ..record.jsontext import chunks
+from ..record.modelcall import canonical_json
+from ..record.rows import CallRecord, ToolCallRecord
+from ..record.runrecord import RunRecord
 from .cassette import Cassette
 from .database import Database, reset_database
-from .writer import Job
+from .writethread import Job
 
 __all__ = ["History", "HistorySink", "RunSummary", "default_history_path"]
 

@@ -12,8 +12,8 @@ import difflib
 from collections import defaultdict
 from typing import Any
 
-from ..calls import ChatRequest, ToolKey, canonical_json
 from ..errors import ReplayMiss
+from ..record.modelcall import ChatRequest, ToolKey, canonical_json
 from .cassette import Cassette, RecordedCall, RecordedTool
 
 __all__ = ["Player", "first_difference"]

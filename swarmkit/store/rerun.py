@@ -16,11 +16,11 @@ import os
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from ..config.swarm import ROLES, RoleConfig, SwarmConfig
+from ..config.swarmconfig import ROLES, RoleConfig, SwarmConfig
+from ..config.urls import origin, redact_url
 from ..credentials.endpoints import OPENAI_BASE_URL, used_endpoint, used_key_envs
 from ..errors import StoreError
-from ..runrecord import RunRecord
-from ..urls import origin, redact_url
+from ..record.runrecord import RunRecord
 
 __all__ = ["rerun_config", "rerun_endpoints", "stored_config"]
 

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 from ..credentials.endpoints import OPENAI_BASE_URL
 from ..credentials.scrub import scrub
-from ..records import CallRecord
-from ..usage import Usage
+from ..record.rows import CallRecord
+from ..record.usage import Usage
 
 __all__ = [
     "OP_AGENT",

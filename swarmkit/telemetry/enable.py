@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._version import __version__
-from ..config.swarm import SwarmConfig
-from ..events import Sink
+from ..config.swarmconfig import SwarmConfig
+from ..record.events import Sink
 from .loader import configured_provider, otel_trace
 from .spans import SpanSink
 

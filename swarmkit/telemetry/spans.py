@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..credentials.scrub import one_line
-from ..events import (
+from ..record.events import (
     CallFinished,
     CallRetried,
     CallStarted,
@@ -37,8 +37,8 @@ from ..events import (
     WorkerFinished,
     WorkerStarted,
 )
-from ..records import ToolCallRecord, WorkerRecord
-from ..usage import Usage
+from ..record.rows import ToolCallRecord, WorkerRecord
+from ..record.usage import Usage
 from .attributes import (
     OP_AGENT,
     OP_CHAT,

@@ -14,10 +14,10 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..usage import Usage
+from ..record.usage import Usage
 
 if TYPE_CHECKING:
-    from ..runrecord import RunRecord
+    from ..record.runrecord import RunRecord
 
 __all__ = ["run_problems"]
 

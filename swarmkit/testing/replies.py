@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..calls import ToolCallRequest
-from ..usage import Usage
+from ..record.modelcall import ToolCallRequest
+from ..record.usage import Usage
 
 __all__ = [
     "FakeReply",
@@ -127,7 +127,7 @@ class FakeReply:
 
     ``usage=None`` computes usage with the fake tokenizer (prompt from every message's
     text, completion from ``content``, capped at the request's ``max_tokens``);
-    a :class:`~swarmkit.calls.Usage` or a raw dict is sent as given; ``False`` sends no
+    a :class:`~swarmkit.record.modelcall.Usage` or a raw dict is sent as given; ``False`` sends no
     usage at all (like llama.cpp when streaming). ``latency`` overrides the server's.
     """
 

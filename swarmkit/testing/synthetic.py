@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from .. import events as ev
-from ..config.swarm import SwarmConfig
-from ..engine.recorder import RunRecorder
-from ..records import CallRecord, ToolCallRecord, WorkerRecord
-from ..result import Run
-from ..usage import Usage
+from ..api.result import Run
+from ..config.swarmconfig import SwarmConfig
+from ..engine.recordbuilder import RunRecorder
+from ..record import events as ev
+from ..record.rows import CallRecord, ToolCallRecord, WorkerRecord
+from ..record.usage import Usage
 
 __all__ = ["synthetic_events", "synthetic_run"]
 

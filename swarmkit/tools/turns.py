@@ -18,16 +18,16 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..calls import ChatResponse, ToolCallRequest, ToolKey, ToolOutcome, canonical_json
 from ..errors import ConfigError, MCPError, ToolError
-from ..events import ToolCallFinished
-from ..records import ToolCallRecord
+from ..record.events import ToolCallFinished
+from ..record.modelcall import ChatResponse, ToolCallRequest, ToolKey, ToolOutcome, canonical_json
+from ..record.rows import ToolCallRecord
 from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
 from .mcp import MCPServer, mcp_server_spec
 from .registry import choose_tools, mcp_registry, tool_names
 
 if TYPE_CHECKING:
-    from ..engine.swarm import WorkerContext
+    from ..engine.engine import WorkerContext
 
 __all__ = [
     "FINAL_ANSWER_PROMPT",

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swarmkit.calls import ChatResponse
 from swarmkit.credentials.scrub import StreamScrubber, remember_secrets, scrub, scrub_reply
-from swarmkit.usage import Usage
+from swarmkit.record.modelcall import ChatResponse
+from swarmkit.record.usage import Usage
 
 KEY = "sk-scrub-test-5f0c2a9e71d4b3"
 remember_secrets([KEY])

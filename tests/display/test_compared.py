@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import swarmkit
-from swarmkit.display.compared import (
+from swarmkit.api.result import Run
+from swarmkit.compare.view import (
     LATENCY_NOTE,
     MAX_ANSWER_CHARS,
     ComparisonTable,
@@ -21,7 +22,6 @@ from swarmkit.display.compared import (
 from swarmkit.display.tables import format_cost, format_tokens
 from swarmkit.display.worddiff import marked_text, word_diff
 from swarmkit.errors import ConfigError
-from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 from swarmkit.testing.synthetic import synthetic_run
 

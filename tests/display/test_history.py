@@ -17,13 +17,13 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
 from swarmkit.display.tables import render_table
-from swarmkit.magics.display import SmallTable
-from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.result import Run
+from swarmkit.magics.output import SmallTable
+from swarmkit.record.rows import CallRecord, ToolCallRecord, WorkerRecord
+from swarmkit.record.usage import Usage
 from swarmkit.store import History
 from swarmkit.testing import swarm_shell
-from swarmkit.usage import Usage
 
 LONG = ("a sentence that goes on well past any column width a table gives its cells, "
         "so that it has to be wrapped or clipped by the view ") * 3

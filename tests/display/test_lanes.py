@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import swarmkit
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.flusher import FLUSHER_NAME
 from swarmkit.display.lanes import lane_text
 from swarmkit.display.tables import format_cost, format_tokens

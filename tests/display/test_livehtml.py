@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livehtml import render_changed, render_section
 from swarmkit.display.livestate import MAX_ROWS, SECTIONS, LiveState
-from swarmkit.events import CallStarted, RateLimitWait
+from swarmkit.record.events import CallStarted, RateLimitWait
 from swarmkit.testing.synthetic import synthetic_events
 
 CONFIG = SwarmConfig().with_options(model="gpt-4.1-mini", workers=200, concurrency=20)
@@ -101,7 +101,7 @@ def test_attempts_and_retries_agree_at_every_event_and_with_the_static_table() -
             in_flight = 1 if w.attempt else 0
             assert w.attempts == w.calls + in_flight + w.shown_retries
             assert w.shown_retries == w.retries  # every retry announced is counted
-    from swarmkit.engine.recorder import RunRecorder
+    from swarmkit.engine.recordbuilder import RunRecorder
 
     recorder = RunRecorder()
     for event in events:
@@ -116,7 +116,7 @@ def test_attempts_and_retries_agree_at_every_event_and_with_the_static_table() -
 def test_a_finished_row_opens_on_its_escaped_output() -> None:
     from dataclasses import replace
 
-    from swarmkit.events import WorkerFinished
+    from swarmkit.record.events import WorkerFinished
 
     events = synthetic_events(3, concurrency=3)
     hostile = "<script>alert(1)</script> **bold**"

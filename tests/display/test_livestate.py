@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import MAX_ROWS, SECTIONS, LiveState
-from swarmkit.events import (
+from swarmkit.record.events import (
     CallRetried,
     CallStarted,
     PlanReady,
@@ -16,7 +16,7 @@ from swarmkit.events import (
     WorkerFinished,
     WorkerStarted,
 )
-from swarmkit.records import WorkerRecord
+from swarmkit.record.rows import WorkerRecord
 from swarmkit.testing.synthetic import synthetic_events, synthetic_run
 
 CONFIG = SwarmConfig().with_options(model="gpt-4.1-mini", workers=3, concurrency=2)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.api import resolve_models
+from swarmkit.api.entry import resolve_models
 from swarmkit.config.automodel import EMBEDDED_MODEL_NAME, auto_notice
-from swarmkit.config.swarm import ROLES, SwarmConfig
+from swarmkit.config.swarmconfig import ROLES, SwarmConfig
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import LiveState
-from swarmkit.events import RunStarted
+from swarmkit.record.events import RunStarted
 from swarmkit.testing import FakeServer
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

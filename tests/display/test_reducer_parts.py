@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import LiveState
 from swarmkit.display.timeline import MAX_PART_LANES, timeline_svg
-from swarmkit.events import CallFinished, Event, ReducerStarted
-from swarmkit.records import reducer_part_of_step
+from swarmkit.record.events import CallFinished, Event, ReducerStarted
+from swarmkit.record.rows import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.display.tables import RunTables
-from swarmkit.result import Run
 from swarmkit.testing import FakeServer
 from swarmkit.testing.synthetic import synthetic_run
 
@@ -293,7 +293,7 @@ def test_a_worker_stopped_early_says_the_reducer_merged_the_rest() -> None:
 
 
 def test_a_typed_run_has_one_column_per_schema_field_within_the_row_cut() -> None:
-    from swarmkit.outputschema import canonical_schema
+    from swarmkit.config.outputschema import canonical_schema
 
     run = synthetic_run(100, fail_every=30)
     schema = canonical_schema({"type": "object", "properties": {

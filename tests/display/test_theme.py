@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import SECTIONS, LiveState
 from swarmkit.display.theme import COLOURS, DARK, LIGHT, STYLE, contrast_ratio

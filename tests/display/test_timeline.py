@@ -6,8 +6,8 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
+from swarmkit.api.result import Run
 from swarmkit.display.timeline import COLOURS, MAX_LANES, timeline_svg
-from swarmkit.result import Run
 from swarmkit.testing.synthetic import synthetic_run
 
 SVG = "{http://www.w3.org/2000/svg}"

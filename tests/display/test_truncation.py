@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.lanes import lane_text, render_lane
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import LiveState
-from swarmkit.events import Event
-from swarmkit.records import CallRecord
-from swarmkit.result import Run
-from swarmkit.runrecord import RunRecord
+from swarmkit.record.events import Event
+from swarmkit.record.rows import CallRecord
+from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from swarmkit.testing.synthetic import synthetic_run
 

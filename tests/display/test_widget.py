@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import MAX_ROWS, SECTIONS
 from swarmkit.display.widget import Dashboard
 from swarmkit.errors import ConfigError
-from swarmkit.events import ReducerDelta, RunStarted
+from swarmkit.record.events import ReducerDelta, RunStarted
 from swarmkit.testing.synthetic import synthetic_events
 
 FLUSHER = "swarmkit-dashboard-flusher"

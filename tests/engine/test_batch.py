@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.api import create_engine
+from swarmkit.api.entry import create_engine
 from swarmkit.display.tables import RunTables
 from swarmkit.errors import ConfigError
-from swarmkit.events import BatchSubmitted, BatchUpdated, Event
+from swarmkit.record.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, run_problems
 from tests.support.batches import killed_after_submitting

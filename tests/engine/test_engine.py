@@ -11,6 +11,7 @@ import pytest
 
 import swarmkit
 from swarmkit.errors import ConfigError
+from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -19,7 +20,6 @@ from swarmkit.testing import (
     FaultRule,
     default_reply,
 )
-from swarmkit.usage import Usage
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
 
@@ -241,7 +241,7 @@ def test_a_bigger_budget_never_completes_fewer_workers() -> None:
 
 
 def test_cancel_before_execute_starts_stops_at_once() -> None:
-    from swarmkit.api import create_engine
+    from swarmkit.api.entry import create_engine
 
     with FakeServer(plan_tasks=3) as server:
 

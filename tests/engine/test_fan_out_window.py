@@ -12,7 +12,7 @@ import pytest
 
 import swarmkit
 from swarmkit.engine import gcpause
-from swarmkit.events import Event, WorkerStarted
+from swarmkit.record.events import Event, WorkerStarted
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, run_problems
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import swarmkit
+from swarmkit.config.tasks import MAX_GIVEN_TASKS, given_tasks
 from swarmkit.errors import ConfigError
 from swarmkit.store import Cassette
-from swarmkit.tasks import MAX_GIVEN_TASKS, given_tasks
 from swarmkit.testing import FakeServer, Fault, FaultRule
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
@@ -104,7 +104,7 @@ def test_a_tasks_run_replays_from_its_cassette_without_being_given_the_tasks(
 
 def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
     script = ("import sys, swarmkit\n"
-              "from swarmkit.config.swarm import SwarmConfig\n"
+              "from swarmkit.config.swarmconfig import SwarmConfig\n"
               "SwarmConfig().with_options(tasks=['a', 'b'])\n"
               "print('pandas' in sys.modules)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -18,7 +18,7 @@ import pytest
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.widget import Dashboard
 from swarmkit.magics.bridge import SwarmHandle
 from swarmkit.testing import (
@@ -124,7 +124,7 @@ def test_swarm_stop_merge_command_merges_a_background_run() -> None:
 
 
 def test_the_dashboard_clock_ticks_without_events_and_rests_when_idle() -> None:
-    from swarmkit.events import RunStarted
+    from swarmkit.record.events import RunStarted
 
     now = [0.0]
     dashboard = Dashboard(task="t", config=SwarmConfig(), clock=lambda: now[0])

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.calls import ChatRequest, canonical_json
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.timeline import timeline_svg
 from swarmkit.engine.estimate import estimate
+from swarmkit.engine.prices import PriceTable
 from swarmkit.engine.reducerinput import DEFAULT_CONTEXT, input_limit, reducer_request
-from swarmkit.pricing import PriceTable
 from swarmkit.provider.embedded import SLOT_CONTEXT
-from swarmkit.records import reducer_part_of_step
+from swarmkit.record.modelcall import ChatRequest, canonical_json
+from swarmkit.record.rows import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

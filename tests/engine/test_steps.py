@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.engine.context import StepContext
 from swarmkit.engine.estimate import estimate
 from swarmkit.engine.halt import Halt
 from swarmkit.engine.planner import make_plan
 from swarmkit.engine.reducer import reduce
 from swarmkit.engine.worker import run_worker
-from swarmkit.events import CallFinished, CallStarted, Event, PlanReady, WorkerFinished
 from swarmkit.provider import OpenAIProvider
-from swarmkit.records import WorkerRecord
+from swarmkit.record.events import CallFinished, CallStarted, Event, PlanReady, WorkerFinished
+from swarmkit.record.rows import WorkerRecord
 from swarmkit.store.callstore import CallStore
 from swarmkit.testing import FakeServer
 

@@ -17,7 +17,7 @@ import swarmkit
 from swarmkit.display.drilldown import run_worker_messages
 from swarmkit.engine.ladder import forget_rungs
 from swarmkit.errors import ConfigError
-from swarmkit.runrecord import RunRecord
+from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

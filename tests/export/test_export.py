@@ -18,16 +18,16 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.errors import ExportError
+from swarmkit.export.cellsource import replay_options, swarm_cells, swarm_line
 from swarmkit.export.exporter import (
     ExportResult,
     ReplayNotebook,
     export_run,
     find_recording,
 )
-from swarmkit.export.replaycell import replay_options, swarm_cells, swarm_line
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import tool
@@ -393,7 +393,7 @@ def test_swarmkit_demo_runs_the_embedded_model_and_writes_a_notebook_that_replay
 @pytest.mark.parametrize("text", ["plain", "{x}", "{{x}}", "a }} b", '{"a": {"b": 1}}', "{ x }",
                                   "{{", "}}{{", "{x", "{_a1}", "{1a}", "{{}}"])
 def test_the_replay_line_knows_when_interpolation_would_change_the_task(text: str) -> None:
-    from swarmkit.template import interpolate, interpolation_changes
+    from swarmkit.config.template import interpolate, interpolation_changes
 
     try:
         changes = interpolate(text, {}) != text

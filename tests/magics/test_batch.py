@@ -10,8 +10,8 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.testing import FakeServer
 from tests.support.batches import killed_after_submitting
 

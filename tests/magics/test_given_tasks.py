@@ -17,8 +17,8 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.testing import FakeServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
+from swarmkit.api.result import Run
 from swarmkit.display import RunDiff, RunListing
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.testing import FakeRequest, FakeServer
 
 ROOT = Path(__file__).resolve().parents[2]

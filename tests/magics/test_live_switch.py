@@ -15,8 +15,8 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from tests.support.notebooks import offline_env

@@ -17,10 +17,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
+from swarmkit.config.template import interpolate
 from swarmkit.magics import SwarmHandle, SwarmMagics
 from swarmkit.magics.dryrun import DryRun
-from swarmkit.result import Run
-from swarmkit.template import interpolate
 from swarmkit.testing import FakeServer, swarm_shell, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from swarmkit.result import Run
+from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import mcp_registry
 

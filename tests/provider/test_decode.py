@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from swarmkit.calls import ToolCallRequest
 from swarmkit.provider.decode import (
     ServerSentEvents,
     StreamAccumulator,
     parse_completion,
     retry_after_seconds,
 )
-from swarmkit.usage import Usage
+from swarmkit.record.modelcall import ToolCallRequest
+from swarmkit.record.usage import Usage
 
 
 def completion(message: dict[str, object], **extra: object) -> dict[str, object]:

@@ -30,12 +30,11 @@ import openai
 import pytest
 
 import swarmkit
-from swarmkit.cli import DEMO_TASK
-from swarmkit.config.swarm import RoleConfig, SwarmConfig
+from swarmkit.cli.command import DEMO_TASK
+from swarmkit.config.swarmconfig import RoleConfig, SwarmConfig
 from swarmkit.engine.ladder import forget_rungs, remembered_rung
 from swarmkit.engine.planner import is_fragment
 from swarmkit.errors import LocalModelError
-from swarmkit.events import CallFinished, CallStarted, ConcurrencyChanged, Event, RunStarted
 from swarmkit.provider.embedded import (
     GGUF_FILE,
     INSTALL_HINT,
@@ -50,6 +49,7 @@ from swarmkit.provider.embedded import (
     stop_local_server,
     usable_cores,
 )
+from swarmkit.record.events import CallFinished, CallStarted, ConcurrencyChanged, Event, RunStarted
 from swarmkit.testing import wait_until
 
 MISSING_PACKAGE = "swarmkit_no_such_model_package"

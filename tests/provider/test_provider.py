@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from swarmkit.calls import CallOutcome, ChatRequest, ToolCallRequest
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.errors import ConfigError, ProviderError, ResponseFormatUnsupported
-from swarmkit.events import CallRetried, CallStarted, Event
 from swarmkit.provider import OpenAIProvider
+from swarmkit.record.events import CallRetried, CallStarted, Event
+from swarmkit.record.modelcall import CallOutcome, ChatRequest, ToolCallRequest
+from swarmkit.record.usage import Usage
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 from swarmkit.testing.faults import FORMAT_REFUSALS
-from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-SECRET-4242-must-not-leak"

@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.calls import ChatRequest, worst_case_tokens
-from swarmkit.config.swarm import RoleConfig, SwarmConfig
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import RoleConfig, SwarmConfig
 from swarmkit.engine.worker import start_delay
-from swarmkit.events import (
+from swarmkit.provider.ratelimits import RateLimits, ideal_wall_time
+from swarmkit.record.events import (
     CallFinished,
     ConcurrencyChanged,
     Event,
     RateLimitWait,
 )
-from swarmkit.provider.ratelimits import RateLimits, ideal_wall_time
-from swarmkit.result import Run
+from swarmkit.record.modelcall import ChatRequest, worst_case_tokens
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 
 KEY_ENV = "SWARMKIT_LIMITS_KEY"
@@ -242,7 +242,7 @@ def test_rate_options_are_validated() -> None:
 def test_the_cli_takes_rpm_and_tpm(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from swarmkit.cli import main
+    from swarmkit.cli.command import main
 
     monkeypatch.setenv(KEY_ENV, SECRET)
     with FakeServer(plan_tasks=3, rpm_limit=100, window=60.0) as server:

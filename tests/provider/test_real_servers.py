@@ -33,14 +33,14 @@ from pathlib import Path
 import pytest
 
 import swarmkit
-from swarmkit.calls import ChatRequest
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.engine.ladder import remembered_rung
 from swarmkit.engine.planner import is_placeholder
 from swarmkit.errors import ResponseFormatUnsupported
 from swarmkit.provider import OpenAIProvider
 from swarmkit.provider.embedded import gguf_path
-from swarmkit.result import Run
+from swarmkit.record.modelcall import ChatRequest
 from swarmkit.testing import run_problems, wait_until
 
 STARTUP_SECONDS = 120.0

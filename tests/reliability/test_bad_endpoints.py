@@ -22,7 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
-from swarmkit.config.swarm import RoleConfig, SwarmConfig
+from swarmkit.config.swarmconfig import RoleConfig, SwarmConfig
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeServer
 

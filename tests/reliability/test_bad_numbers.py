@@ -23,11 +23,11 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.errors import ConfigError
-from swarmkit.events import CallRetried, Event
 from swarmkit.provider.decode import retry_after_seconds
-from swarmkit.result import Run
+from swarmkit.record.events import CallRetried, Event
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from swarmkit.api import create_engine
-from swarmkit.engine.swarm import Engine
-from swarmkit.pricing import PriceTable
-from swarmkit.result import Run
+from swarmkit.api.entry import create_engine
+from swarmkit.api.result import Run
+from swarmkit.engine.engine import Engine
+from swarmkit.engine.prices import PriceTable
+from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -32,7 +33,6 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
-from swarmkit.usage import Usage
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 MODEL = "gpt-4.1-mini"

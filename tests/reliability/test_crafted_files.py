@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.display.history import RunDiff, RunListing
 from swarmkit.errors import CassetteError, ExportError, RecordError, StoreError, SwarmError
-from swarmkit.result import Run
 from swarmkit.store import History
 from swarmkit.store.cassette import Cassette
 from swarmkit.store.replay import Player
-from swarmkit.store.writer import wait_for_writes
+from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]
@@ -416,7 +416,7 @@ def test_a_damaged_cache_row_is_a_miss_and_the_call_goes_live(
 def test_rows_at_the_schema_limits_fit_the_history_and_the_views(
     recorded: tuple[str, str], tmp_path: Path
 ) -> None:
-    from swarmkit.schema import MAX_COUNT, MAX_SECONDS
+    from swarmkit.record.fileshapes import MAX_COUNT, MAX_SECONDS
 
     data = json.loads(recorded[0])
     for call in data["calls"]:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import LiveState
-from swarmkit.events import CallRetried, Event, ReducerDelta
+from swarmkit.record.events import CallRetried, Event, ReducerDelta
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
 
 Options = Callable[..., dict[str, Any]]

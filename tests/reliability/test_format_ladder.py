@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.engine.ladder import forget_rungs
-from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, default_reply, run_problems
 
 Options = Callable[..., dict[str, Any]]

@@ -24,9 +24,9 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.errors import ExportError
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, role_of_step
 from tests.support.notebooks import run_nbval
@@ -300,7 +300,7 @@ def test_a_cassette_name_a_magic_line_would_expand_is_refused(
 def test_swarmkit_demo_refuses_to_replace_a_notebook_before_starting_a_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from swarmkit.cli import main
+    from swarmkit.cli.command import main
 
     target = tmp_path / "demo.ipynb"
     target.write_text("keep me")
@@ -335,10 +335,10 @@ def ipython_sees(shell: InteractiveShell, cell: str) -> tuple[str, str]:
 def test_any_prompt_text_reaches_the_replayed_config_unchanged(
     shell: InteractiveShell, magics: SwarmMagics, system: str, reducer: str, task: str
 ) -> None:
+    from swarmkit.config.template import interpolate
     from swarmkit.errors import ConfigError
-    from swarmkit.export.replaycell import swarm_cells
-    from swarmkit.magics.options import parse_line
-    from swarmkit.template import interpolate
+    from swarmkit.export.cellsource import swarm_cells
+    from swarmkit.magics.flags import parse_line
 
     task = task.strip()
     try:

@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import pytest
 
-from swarmkit.api import create_engine
-from swarmkit.engine.swarm import Engine
-from swarmkit.events import CallRetried, Event
-from swarmkit.result import Run
+from swarmkit.api.entry import create_engine
+from swarmkit.api.result import Run
+from swarmkit.engine.engine import Engine
+from swarmkit.record.events import CallRetried, Event
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.events import Event, PlanReady
-from swarmkit.result import Run
+from swarmkit.api.result import Run
+from swarmkit.record.events import Event, PlanReady
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, run_problems
 
 Options = Callable[..., dict[str, Any]]

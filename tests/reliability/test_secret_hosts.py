@@ -22,12 +22,12 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from swarmkit.api.result import Run
 from swarmkit.credentials.endpoints import used_endpoint
 from swarmkit.errors import StoreError
 from swarmkit.magics import SwarmMagics
-from swarmkit.result import Run
 from swarmkit.store import History, rerun_config
-from swarmkit.store.writer import wait_for_writes
+from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeRequest, FakeServer
 
 KEY_ENV = "SWARMKIT_HOSTS_KEY"

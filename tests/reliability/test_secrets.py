@@ -25,10 +25,10 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.errors import ConfigError
-from swarmkit.events import Event
-from swarmkit.result import Run
-from swarmkit.store.writer import wait_for_writes
+from swarmkit.record.events import Event
+from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
 from swarmkit.tools import tool
 

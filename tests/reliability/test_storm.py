@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import swarmkit
-from swarmkit.pricing import PriceTable
+from swarmkit.engine.prices import PriceTable
+from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -25,7 +26,6 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
-from swarmkit.usage import Usage
 
 Options = Callable[..., dict[str, Any]]
 WORKERS = 200

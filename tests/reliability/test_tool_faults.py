@@ -21,10 +21,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
-from swarmkit.api import create_engine
-from swarmkit.engine.swarm import Engine
+from swarmkit.api.entry import create_engine
+from swarmkit.api.result import Run
+from swarmkit.engine.engine import Engine
 from swarmkit.errors import ConfigError, MCPError
-from swarmkit.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 from swarmkit.tools import MCPServer, tool
 

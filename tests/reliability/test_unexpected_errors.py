@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from swarmkit.api import LiveCaller
-from swarmkit.calls import CallOutcome, ChatRequest
-from swarmkit.config.swarm import SwarmConfig
-from swarmkit.engine.swarm import Engine, WorkerContext
-from swarmkit.events import Event, RunFinished
+from swarmkit.api.entry import LiveCaller
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
+from swarmkit.engine.engine import Engine, WorkerContext
 from swarmkit.provider import OpenAIProvider
-from swarmkit.result import Run
+from swarmkit.record.events import Event, RunFinished
+from swarmkit.record.modelcall import CallOutcome, ChatRequest
 from swarmkit.testing import FakeServer, run_problems
 
 KEY_ENV = "SWARMKIT_RELIABILITY_KEY"

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.api import create_engine
-from swarmkit.calls import ChatRequest, ToolKey, ToolOutcome
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.api.entry import create_engine
+from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.errors import ReplayMiss, StoreError
-from swarmkit.events import RunFinished, RunStarted
 from swarmkit.provider import OpenAIProvider
-from swarmkit.result import Run
+from swarmkit.record.events import RunFinished, RunStarted
+from swarmkit.record.modelcall import ChatRequest, ToolKey, ToolOutcome
 from swarmkit.store import CallStore, Cassette, History, Player, ResponseCache, rerun_config
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from swarmkit.calls import ChatRequest
-from swarmkit.config.swarm import SwarmConfig
+from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.credentials.secrets import find_secret, secret_values
 from swarmkit.errors import CassetteError, ReplayMiss
+from swarmkit.record.modelcall import ChatRequest
 from swarmkit.store import Cassette, Player, RecordedCall
 
 KEY = "sk-cassette-test-0123456789"

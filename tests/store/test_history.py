@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.display import RunDiff, RunListing
 from swarmkit.errors import CassetteError, StoreError
-from swarmkit.records import CallRecord, ToolCallRecord, WorkerRecord
-from swarmkit.result import Run
+from swarmkit.record.rows import CallRecord, ToolCallRecord, WorkerRecord
+from swarmkit.record.usage import Usage
 from swarmkit.store import History, HistorySink
 from swarmkit.testing import FakeServer
-from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "Compare five vector databases for a small team"
@@ -118,7 +118,7 @@ def test_two_processes_writing_at_once_do_not_corrupt_the_database(tmp_path: Pat
         "import sys\nsys.path.insert(0, sys.argv[3])\n"
         "from tests.store.test_history import made_run\n"
         "from swarmkit.store import History, ResponseCache\n"
-        "from swarmkit.calls import ChatResponse, Usage\n"
+        "from swarmkit.record.modelcall import ChatResponse, Usage\n"
         "import pathlib, time\n"
         "h = History(sys.argv[1]); cache = ResponseCache(h.db)\n"
         "gate = pathlib.Path(sys.argv[1]).parent\n"

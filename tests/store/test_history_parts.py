@@ -13,14 +13,14 @@ import pytest
 
 from swarmkit.credentials.secrets import find_secret_in_chunks
 from swarmkit.errors import CassetteError, StoreError
-from swarmkit.jsontext import chunks
-from swarmkit.records import CallRecord, WorkerRecord
-from swarmkit.runrecord import RunRecord
+from swarmkit.record.jsontext import chunks
+from swarmkit.record.rows import CallRecord, WorkerRecord
+from swarmkit.record.runrecord import RunRecord
+from swarmkit.record.usage import Usage
 from swarmkit.store import Cassette, History, RecordedCall
 from swarmkit.store.history import PART_CHARS
 from swarmkit.store.recent import IN_MEMORY_CALLS, recent_recording, remember_recording
-from swarmkit.store.writer import wait_for_writes
-from swarmkit.usage import Usage
+from swarmkit.store.writethread import wait_for_writes
 
 KEY_ENV = "SWARMKIT_PARTS_TEST_KEY"
 KEY = "sk-parts-test-RECOGNISABLE-0123456789"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from swarmkit.errors import StoreError
-from swarmkit.store.writer import Writer
+from swarmkit.store.writethread import Writer
 
 
 def _writer(path: Path, statements: list[str]) -> Writer:
@@ -80,7 +80,7 @@ def test_deferrable_writes_wait_for_a_writes_deferred_block_and_urgent_ones_do_n
 ) -> None:
     import time
 
-    from swarmkit.store.writer import writes_deferred
+    from swarmkit.store.writethread import writes_deferred
 
     path, statements = tmp_path / "w.db", []
     writer = _writer(path, statements)
@@ -100,7 +100,7 @@ def test_deferrable_writes_wait_for_a_writes_deferred_block_and_urgent_ones_do_n
 
 
 def test_waiting_for_the_writes_ends_a_deferral(tmp_path: Path) -> None:
-    from swarmkit.store.writer import writes_deferred
+    from swarmkit.store.writethread import writes_deferred
 
     path, statements = tmp_path / "w.db", []
     writer = _writer(path, statements)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import swarmkit
-from swarmkit.export.writer import CLOSED_BASE_URL
+from swarmkit.export.notebookfile import CLOSED_BASE_URL
 
 __all__ = ["CLOSED_BASE_URL", "offline_env", "package_root", "run_nbval"]
 

@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from swarmkit.cli import _parser
+from swarmkit.cli.command import _parser
 from swarmkit.config.options import config_keys
-from swarmkit.magics.options import parse_line
+from swarmkit.magics.flags import parse_line
 from swarmkit.telemetry.loader import INSTALL_HINT
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import swarmkit
-from swarmkit.result import Run
+from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 from swarmkit.tools import tool
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import swarmkit
-from swarmkit.result import Run
+from swarmkit.api.result import Run
 from swarmkit.testing import FakeServer, run_problems
 
 KEY_ENV = "SWARMKIT_TEST_KEY"

@@ -16,7 +16,8 @@ import httpx2
 import openai
 import pytest
 
-from swarmkit.calls import ToolCallRequest
+from swarmkit.record.modelcall import ToolCallRequest
+from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
     FakeRequest,
@@ -27,7 +28,6 @@ from swarmkit.testing import (
     role_of_step,
     wait_until,
 )
-from swarmkit.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = [{"role": "user", "content": "Compare five vector databases for a small team"}]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import swarmkit
-from swarmkit.result import Run
+from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from swarmkit.tools import FINAL_ANSWER_PROMPT, Tool, tool
 

@@ -1,0 +1,277 @@
+"""The Python front end: ``swarmkit.run`` (async) and ``swarmkit.run_sync``.
+
+Both take the public option names (``model=``, ``workers=``, ``concurrency=``,
+``budget_usd=``/``budget=``, ``base_url=``, ``api_key_env=``, per-role
+``planner_model=`` ...) and return a :class:`~swarmkit.api.result.Run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..config.options import TOOL_CHOICE_KEYS
+from ..config.swarmconfig import (
+    AUTO_MODEL,
+    DEFAULT_MODEL,
+    LOCAL_MODEL,
+    ROLES,
+    RoleConfig,
+    SwarmConfig,
+)
+from ..engine.background import run_blocking
+from ..engine.budget import Budget
+from ..engine.engine import Engine, resumed_task
+from ..engine.modelcaller import ModelCaller, RunCaller
+from ..errors import ConfigError, SwarmError
+from ..provider import OpenAIProvider
+from ..provider.batchclient import BatchClient
+from ..provider.embedded import resolve_local
+from ..provider.sharedcalls import SharedCalls
+from ..record.events import Sink
+from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
+from ..record.rows import BatchRecord
+from ..record.runrecord import RunRecord
+from ..store import CallStore, Cassette
+from ..store.history import History
+from ..telemetry import span_sinks
+from ..tools import build_worker_loop
+from ..tools.standins import replay_worker_loop
+from .result import Run
+
+__all__ = ["LiveCaller", "check_resumable", "create_engine", "load_run", "plan_of",
+           "resolve_models", "resumed_config", "run", "run_sync", "stored_batches"]
+
+
+class LiveCaller:
+    """A RunCaller that always asks the provider (no cache, no cassette)."""
+
+    def __init__(self, provider: ModelCaller) -> None:
+        self.provider = provider
+
+    async def complete(self, request: ChatRequest, **context: Any) -> CallOutcome:
+        return await self.provider.complete(request, **context)
+
+    async def tool(
+        self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
+    ) -> ToolOutcome:
+        return await execute()
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+
+
+def _has_key(role: RoleConfig, env: Mapping[str, str]) -> bool:
+    return bool(role.keys_set(env))
+
+
+def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
+    """Turn ``auto`` into a real model and point ``local`` roles at the embedded server.
+
+    ``auto`` is the hosted default when a key or base URL is configured, and the
+    embedded local model otherwise, so a newcomer with no key still gets a real swarm;
+    the roles it sent to the embedded model are ``auto_local``, which every view of the
+    run states in one line (``config.automodel.auto_notice``).
+    """
+    roles: dict[str, RoleConfig] = {}
+    auto_local: list[str] = []
+    for name in ROLES:
+        role = config.role(name)
+        if role.model == AUTO_MODEL:
+            hosted = role.base_url is not None or _has_key(role, env)
+            role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
+            if not hosted:
+                auto_local.append(name)
+        if role.is_local and role.base_url is None:
+            role = resolve_local(role, slots=config.concurrency)
+        roles[name] = role
+    return replace(config, **roles, auto_local=tuple(auto_local) or config.auto_local)
+
+
+async def create_engine(
+    *,
+    config: SwarmConfig | None = None,
+    sinks: Sequence[Sink] = (),
+    caller: RunCaller | None = None,
+    env: Mapping[str, str] | None = None,
+    shared_budget: Budget | None = None,
+    shared: SharedCalls | None = None,
+    task: str | None = None,
+    **options: Any,
+) -> Engine:
+    """Build an Engine ready to ``execute``; starts the local model server if needed.
+
+    Without ``caller`` the engine gets a :class:`~swarmkit.store.CallStore` built from
+    the config: ``cache`` (off by default here, on in a notebook session), ``record``,
+    ``replay`` (no provider is built: replay cannot reach the network) and ``history``.
+
+    ``tools=[...]`` (``@swarmkit.tool`` functions) and ``mcp_servers={"name": ["cmd",
+    ...]}`` give the workers a tool loop (``swarmkit.tools``); ``mcp_tools=`` /
+    ``mcp_exclude_tools=`` (``NAME__tool`` names) narrow the servers' tools.
+    ``tracer_provider=`` (an OpenTelemetry TracerProvider) receives the run's spans
+    instead of the global one.
+    """
+    env = os.environ if env is None else env
+    tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
+    mcp_choice = {key: options.pop(key) for key in TOOL_CHOICE_KEYS if key in options}
+    plan_from = options.pop("plan_from", None)
+    tracer_provider = options.pop("tracer_provider", None)
+    resume = options.pop("resume", None)
+    config = SwarmConfig.from_options(config, env=env, **options)
+    sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
+    if plan_from is not None:
+        config = config.with_options(tasks=await asyncio.to_thread(
+            plan_of, plan_from, config.history_file()))
+    stored_task = None
+    if resume is not None:
+        config, stored_task = await asyncio.to_thread(_resumed, config, resume, task)
+    if caller is not None:
+        config = await asyncio.to_thread(resolve_models, config, env)
+        worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
+        return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
+                      record_type=Run, budget=shared_budget, stored_task=stored_task)
+    cassette = None
+    if config.replay:
+        # Replay never runs a tool: the recorded tool schemas shape the requests and the
+        # results come from the cassette, so no function or MCP server is needed (or
+        # started, even when given).
+        cassette = await asyncio.to_thread(Cassette.load, config.replay)
+        config = cassette.resolve_config(config)
+        worker_loop = replay_worker_loop(
+            call.request for call in cassette.calls if call.role == "worker")
+    else:
+        config = await asyncio.to_thread(resolve_models, config, env)
+        worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
+    store_config = config
+
+    def provider() -> ModelCaller:
+        live = OpenAIProvider(store_config, env=env)
+        return live if shared is None else shared.caller(live)
+
+    adopted = await asyncio.to_thread(stored_batches, config)
+    store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
+    try:
+        return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
+                      worker_loop=worker_loop, record_type=Run, budget=shared_budget,
+                      batches=BatchClient(config, env=env) if config.batch else None,
+                      adopted=adopted, stored_task=stored_task, **store.engine_options())
+    except BaseException:
+        # The engine refused the config (e.g. no price for a budgeted model): nobody
+        # else holds the store, so its history database and client close here.
+        await store.aclose()
+        raise
+
+
+async def run(
+    task: str = "",
+    *,
+    config: SwarmConfig | None = None,
+    sinks: Sequence[Sink] = (),
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Run:
+    """Run a planner → workers → reducer swarm and return its Run.
+
+    Every run is kept in the history database (``history_path``, default
+    ``.swarmkit/history.db``; ``history=False`` turns it off). ``cache=True`` serves
+    identical requests from that database at $0 (off by default from Python; the
+    ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
+    ``replay="run.swarm.json"`` replays one with no network at all.
+    ``resume=RUN`` continues an earlier run; its task is the stored one (``task`` may be
+    left out, and another task is refused).
+    """
+    if not task.strip() and options.get("resume") is None:
+        raise ConfigError("run: the task is empty; give one (or resume=RUN to continue "
+                          "an earlier run)")
+    engine = await create_engine(config=config, sinks=sinks, env=env, task=task, **options)
+    try:
+        return await engine.execute(task)
+    finally:
+        try:
+            await engine.caller.aclose()
+        except SwarmError as exc:  # e.g. a refused --record file: say so, keep the Run
+            exc.run = engine.run
+            raise
+
+
+def run_sync(task: str = "", **options: Any) -> Run:
+    """``run`` for synchronous code, including inside a running loop (a notebook cell)."""
+    return run_blocking(lambda: run(task, **options))
+
+
+def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None = None
+            ) -> tuple[str, ...]:
+    """The plan of an earlier run (``plan_from=``): a Run, or a run id (a prefix is
+    enough) in the history database."""
+    if isinstance(source, str):
+        with History(history_path) as history:
+            source = history.load_run(source)
+    if not isinstance(source, RunRecord):
+        raise ConfigError(f"plan_from takes a Run or a run id, not a {type(source).__name__}")
+    if not source.plan:
+        raise ConfigError(f"plan_from: run {source.run_id} has no plan (its planner failed); "
+                          "pick a run that has workers")
+    return tuple(source.plan)
+
+
+def check_resumable(past: RunRecord, *, notebook: bool = False) -> None:
+    """Refuse a run that a resume cannot continue, in one line that says what to do.
+
+    A dry-run (``planned``) is refused: resuming it would make every worker call and the
+    reducer's, which takes the explicit step ``plan_from`` (``%%swarm --plan-from``).
+    ``notebook`` (``%swarm resume``, which names itself before the message): the fix is
+    told as the magic's flag only, and the message does not start ``resume:``.
+    """
+    where = "" if notebook else "resume: "
+    if past.status == "planned":
+        flag = f"%%swarm --plan-from {past.run_id}"
+        how = flag if notebook else f'run with plan_from="{past.run_id}" (or {flag})'
+        raise ConfigError(f"{where}run {past.run_id} is a dry-run (planned, not run); "
+                          f"to make its calls: {how}")
+    if not past.plan:
+        raise ConfigError(f"{where}run {past.run_id} has no plan (it ended before its "
+                          "planner answered); run it again instead")
+
+
+def _resumed(config: SwarmConfig, source: RunRecord | str, task: str | None
+             ) -> tuple[SwarmConfig, str]:
+    """``resumed_config`` and the stored task (the task the resuming run runs)."""
+    with History(config.history_file()) as history:
+        past = history.load_run(source) if isinstance(source, str) else source
+    if not isinstance(past, RunRecord):
+        raise ConfigError(f"resume takes a Run or a run id, not a {type(past).__name__}")
+    check_resumable(past)
+    stored = resumed_task(past.run_id, past.task, task)
+    return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id), stored
+
+
+def resumed_config(config: SwarmConfig, source: RunRecord | str, task: str | None
+                   ) -> SwarmConfig:
+    """``config`` continuing the run ``source`` (a Run, or a run id in the history).
+
+    The earlier run's plan is the plan, and its calls answered before it ended (however
+    it ended: a dead kernel included) are served from the history, where every answer
+    is written as it lands; so only the missing calls are made. The options are this
+    run's: the same ones make the same requests, and a changed option asks again.
+    Refused, with no call made: a dry-run (``check_resumable``), a run with no plan, and
+    a ``task`` other than the stored one (``None`` or empty means the stored one).
+    """
+    return _resumed(config, source, task)[0]
+
+
+def stored_batches(config: SwarmConfig) -> tuple[BatchRecord, ...]:
+    """The batches of the run ``config`` resumes (``--batch``): polled, not sent again."""
+    if not (config.batch and config.resume):
+        return ()
+    with History(config.history_file()) as history:
+        return tuple(history.load_run(config.resume).batches)
+
+
+def load_run(run_id: str, history_path: str | os.PathLike[str] | None = None) -> Run:
+    """A run from the history database (an id prefix is enough), with its tables and
+    ``export``; ``history_path`` defaults to ``.swarmkit/history.db``."""
+    with History(history_path) as history:
+        return Run.of(history.load_run(run_id))

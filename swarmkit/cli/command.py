@@ -1,0 +1,361 @@
+"""The ``jswarm`` command (also ``python -m swarmkit``): runs, the demo and the history.
+
+Ctrl-C is honoured from the moment :func:`main` starts: before a run exists it stops the
+command with one line and exit status 130; during a run it cancels the run cleanly (the
+finished workers are kept, in the history too, so ``jswarm resume RUN`` continues it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..api.entry import resumed_config
+from ..api.result import Run
+from ..config import SwarmConfig
+from ..config import options as option_table
+from ..config.flagnames import closest, name_the_flag, unknown_option
+from ..display import RunListing
+from ..errors import ConfigError, SwarmError
+from ..export.exporter import export_paths, export_run
+from ..export.notebookfile import existing
+from ..store import History
+from ..store.rerun import rerun_endpoints, stored_config
+from ..tools import Tool
+from .terminal import (
+    CTRL_C,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMED_OUT,
+    EXIT_USAGE,
+    Interrupted,
+    execute,
+    exit_code,
+    exit_codes_text,
+    exit_now_if_stuck,
+)
+
+__all__ = ["import_tools", "main", "read_schema_file"]
+
+PROG = "jswarm"
+DEMO_TASK = "Give three practical tips for writing clear technical documentation."
+DEMO_NOTE = ("Recorded by `jswarm demo` on the embedded local model (SmolLM2-135M-Instruct "
+             "served by llama.cpp): a 135M-parameter model, so expect modest answers.")
+# The magic's subcommands that errors from the shared layers name, in this command's words.
+_MAGIC_WORDS = re.compile(r"%swarm (history|show|resume|export)\b")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> Any:
+        typed = re.search(r"invalid choice: '([^']*)'", message)
+        commands = [name for action in self._actions
+                    if isinstance(action, argparse._SubParsersAction) for name in action.choices]
+        if typed and (near := closest(typed.group(1), commands)):
+            message += f" (did you mean {near}?)"
+        sys.stderr.write(f"{self.prog}: {message}; see {self.prog} --help\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+DESCRIPTION = """\
+Planner -> workers -> reducer LLM swarms from a terminal: the same runs, options and
+history as swarmkit's %%swarm magic in Jupyter."""
+EPILOG = f"""\
+{PROG} run --help lists a run's options (the same as the magic's); {PROG} COMMAND --help
+any command's. The history is .swarmkit/history.db under the current directory
+(--history-path or $SWARMKIT_HISTORY for another).
+{exit_codes_text()}"""
+RUN_EPILOG = f"""\
+Every option is one of swarmkit.run's (and %swarm config's) options, checked the same
+way: a bad value is one line on stderr and exit status 2. The model, endpoint and key
+variable also have per-role flags (--planner-model, --worker-base-url, ...).
+--tools takes MODULE:NAME specs, comma-separated: NAME is a @swarmkit.tool function (or
+a list of them) in MODULE, imported from the current directory or the installed
+packages (e.g. --tools mytools:lookup,mytools:search).
+Ctrl-C cancels the run and keeps its finished workers: {PROG} resume RUN continues it.
+{exit_codes_text()}"""
+SCHEMA_FILE_FLAG = "--schema-file"
+SCHEMA_FILE_HELP = "a JSON schema file each worker's reply must match (typed outputs)"
+TOOLS_HELP = "tools for the workers: MODULE:NAME of @swarmkit.tool functions, comma-separated"
+HISTORY_HELP = "the SQLite history file (default .swarmkit/history.db, or $SWARMKIT_HISTORY)"
+
+
+def _plain(help_text: str) -> str:
+    """Help text as a terminal shows it: no reST markup, ``%`` escaped for argparse."""
+    text = re.sub(r":[a-z]+:`([^`]*)`", r"\1", help_text)
+    return re.sub(r"``([^`]*)``", r"\1", text).replace("%", "%%")
+
+
+def _parser() -> argparse.ArgumentParser:
+    # Values stay text here: SwarmConfig coerces and validates them, so a bad one is a
+    # ConfigError naming the flag (one line, exit 2) like in Python and the magic.
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=raw)
+    parser.add_argument("--version", action="version",
+                        version=f"{PROG} {__version__} (swarmkit, jupyter-swarmkit on PyPI)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                title="commands")
+
+    def command(name: str, summary: str, **extra: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary, **extra)
+
+    run = command("run", "run a planner -> workers -> reducer swarm on a task",
+                  epilog=RUN_EPILOG, formatter_class=raw)
+    run.add_argument("task", help="the task, or - to read it from stdin")
+    for row in option_table.OPTIONS:
+        if not row.on("cli"):
+            continue
+        if row.kind == "bool":
+            run.add_argument(row.flag_name, dest=row.name, default=None,
+                             action=argparse.BooleanOptionalAction, help=_plain(row.help))
+        elif row.kind == "tools":
+            run.add_argument(row.flag_name, dest=row.name, metavar="MODULE:NAME,...",
+                             help=TOOLS_HELP)
+        elif row.kind == "schema":
+            run.add_argument(SCHEMA_FILE_FLAG, dest=row.name, metavar="PATH",
+                             help=SCHEMA_FILE_HELP)
+        else:
+            for flag, name, help_text in row.flags("cli"):
+                run.add_argument(flag, dest=name, metavar=row.metavar, help=_plain(help_text))
+    run.add_argument("--json", action="store_true", help="print the Run as JSON")
+    demo = command("demo", "a full swarm on the embedded local model, no key; writes a "
+                   "notebook that replays it")
+    demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
+    demo.add_argument("--force", action="store_true",
+                      help="replace the notebook and cassette if they exist")
+    demo.add_argument("--workers", default=4, help="most sub-tasks the planner may create")
+    history = command("history", "list the most recent runs, newest first")
+    history.add_argument("count", nargs="?", type=int, default=10, metavar="N",
+                         help="how many runs to list (default 10)")
+    show = command("show", "show a run from the history: its tables and answer")
+    show.add_argument("run", metavar="RUN", help="a run id, or its first characters")
+    resume = command("resume", "continue a run that did not finish: only the missing "
+                     "calls are made")
+    resume.add_argument("run", metavar="RUN", help="a run id, or its first characters")
+    resume.add_argument("--base-url", help="send its calls here instead of where it ran")
+    resume.add_argument("--api-key-env", metavar="VAR", help="the key's variable(s) instead")
+    resume.add_argument("--json", action="store_true", help="print the Run as JSON")
+    export = command("export", "write a run as a notebook that replays it offline")
+    export.add_argument("run", metavar="RUN", help="a run id, or its first characters")
+    export.add_argument("path", metavar="PATH.ipynb", help="the notebook to write")
+    export.add_argument("--force", action="store_true",
+                        help="replace the notebook and cassette if they exist")
+    for each in (history, show, resume, export):
+        each.add_argument("--history-path", metavar="FILE", help=HISTORY_HELP)
+    return parser
+
+
+def _flags(args: argparse.Namespace) -> dict[str, str]:
+    """Each option name the run's flags set (public and field name) -> the flag typed."""
+    flags: dict[str, str] = {}
+    for row in option_table.OPTIONS:
+        for flag, name, _ in row.flags("cli"):
+            if getattr(args, name, None) is not None:
+                flags.setdefault(name, flag)
+                flags.setdefault(row.attr if name == row.name else name, flag)
+    return flags
+
+
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options the command line set, by public name; ``tools`` imported."""
+    names = [name for row in option_table.OPTIONS if row.on("cli")
+             for name in (row.names() if "cli" in row.role_flags else (row.name,))]
+    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if "tools" in options:
+        options["tools"] = import_tools(options["tools"])
+    if "output_type" in options:
+        options["output_type"] = read_schema_file(options["output_type"])
+    return options
+
+
+def read_schema_file(path: str) -> str:
+    """The text of ``--schema-file PATH`` (SwarmConfig checks it is a JSON schema)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{SCHEMA_FILE_FLAG} {path}: cannot read it ({exc})") from None
+
+
+def import_tools(specs: str) -> list[Any]:
+    """``"mod:lookup,mod:search"`` -> the tools those names hold; a ConfigError for a
+    spec that is not ``MODULE:NAME``, cannot be imported, or is not a tool."""
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory's modules
+    chosen: list[Any] = []
+    for spec in [part.strip() for part in specs.split(",") if part.strip()] or [""]:
+        module_name, colon, name = spec.partition(":")
+        if not colon or not module_name or not name:
+            raise ConfigError(f"--tools takes MODULE:NAME, got {spec!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"--tools {spec}: {exc}") from None
+        found = list(found) if isinstance(found, list | tuple) else [found]
+        for tool in found:
+            if not isinstance(tool, Tool):
+                raise ConfigError(f"--tools {spec}: is a {type(tool).__name__}, not a tool; "
+                                  "decorate the function with @swarmkit.tool")
+        chosen += found
+    return chosen
+
+
+def _finish(run: Run, cancelled: str | None, as_json: bool) -> int:
+    sys.stdout.write(run.to_json() + "\n" if as_json else run.tables().text())
+    code = exit_code(run, cancelled)
+    if code in (EXIT_INTERRUPTED, EXIT_TIMED_OUT):
+        why = "interrupted" if code == EXIT_INTERRUPTED else "timed out (--run-timeout)"
+        more = (f"; {PROG} resume {run.run_id} continues it"
+                if run.plan and run.config.get("history", True) else "")
+        sys.stderr.write(f"{PROG}: {why}{more}\n")
+    return code
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    task = sys.stdin.read() if args.task == "-" else args.task
+    options = _run_options(args)
+    return _finish(*execute(task, options, sys.stderr), args.json)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    if not args.force and (taken := existing(export_paths(args.out))):
+        sys.stderr.write(f"{PROG}: not running the demo: {taken}; pass --force to "
+                         "replace it, or --out OTHER.ipynb\n")
+        return EXIT_USAGE
+    sys.stderr.write("starting the embedded model (SmolLM2-135M, llama.cpp's server) ...\n")
+    sys.stderr.flush()
+    options = {
+        "model": "local",
+        "workers": args.workers,
+        # Every worker at once: the embedded server has a slot for each (up to 8).
+        "concurrency": args.workers,
+        "max_tokens": 256,
+        # Room for the plan's JSON: four tasks of up to 24 words cut at 256 tokens are no
+        # JSON, and the planner then goes down its ladder to plain text.
+        "planner_max_tokens": 512,
+        "reducer_max_tokens": 512,
+        "temperature": 0.2,
+        "seed": 7,
+    }
+    run, cancelled = execute(DEMO_TASK, options, sys.stderr)
+    code = _finish(run, cancelled, as_json=False)
+    if run.status in ("completed", "partial"):
+        # Every run is recorded in memory, so the export needs no cassette file first.
+        result = export_run(run, args.out, title="jswarm demo", note=DEMO_NOTE,
+                            overwrite=args.force)
+        cassettes = ", ".join(str(path) for path in result.cassettes)
+        sys.stdout.write(f"\nwrote {result.notebook} and {cassettes}; replay it offline with "
+                         f"pytest --nbval {result.notebook}\n")
+    return code
+
+
+def _history_config(args: argparse.Namespace) -> SwarmConfig:
+    return SwarmConfig.from_env(os.environ).with_options(history_path=args.history_path)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    path = _history_config(args).history_file()
+    if args.count < 1:
+        raise ConfigError(f"history: N must be at least 1, got {args.count}")
+    if not path.is_file():
+        sys.stdout.write(RunListing([], str(path)).text() + "\n")
+        return EXIT_OK
+    with History(path) as history:
+        sys.stdout.write(RunListing(history.recent(args.count), str(path)).text() + "\n")
+    return EXIT_OK
+
+
+def _stored(args: argparse.Namespace) -> tuple[SwarmConfig, Run]:
+    config = _history_config(args)
+    path = config.history_file()
+    if not path.is_file():
+        raise ConfigError(f"no history at {path} yet; run a swarm first, or pass "
+                          "--history-path FILE")
+    with History(path) as history:
+        return config, Run.of(history.load_run(args.run))
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    _, run = _stored(args)
+    sys.stdout.write(run.tables().text())
+    return EXIT_OK
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    # The same steps as %swarm resume: the stored task, options and plan; the calls
+    # answered before are served from the history, so only the missing ones are made.
+    trusted, past = _stored(args)
+    config = stored_config(past, base_url=args.base_url, api_key_env=args.api_key_env,
+                           trusted=trusted)
+    config = resumed_config(replace(config, history_path=trusted.history_path), past,
+                            past.task)
+    sys.stderr.write(f"{PROG} resume: run {past.run_id} ({past.status}, {len(past.plan)} "
+                     f"sub-tasks); {rerun_endpoints(config)}\n")
+    return _finish(*execute(past.task, {"config": config}, sys.stderr), args.json)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    if not args.path.endswith(".ipynb"):
+        raise ConfigError(f"export: PATH must end in .ipynb, got {args.path!r}")
+    config, run = _stored(args)
+    if not args.force and (taken := existing(export_paths(args.path))):
+        raise ConfigError(f"export: not exporting: {taken}; add --force to replace it")
+    result = export_run(run, args.path, history_path=config.history_file(),
+                        overwrite=args.force)
+    cassettes = ", ".join(str(path) for path in result.cassettes)
+    sys.stdout.write(f"wrote {result.notebook} and {cassettes}; replay it offline with "
+                     f"pytest --nbval {result.notebook}\n")
+    return EXIT_OK
+
+
+_COMMANDS = {"run": _cmd_run, "demo": _cmd_demo, "history": _cmd_history, "show": _cmd_show,
+             "resume": _cmd_resume, "export": _cmd_export}
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # a mistyped flag: name the one meant, like the magic does
+        commands = next(action.choices for action in parser._actions
+                        if isinstance(action, argparse._SubParsersAction))
+        sub = commands[args.command]
+        flags = [flag for action in sub._actions for flag in action.option_strings]
+        sub.error(unknown_option(unknown, flags))
+    return args
+
+
+def _say(message: str) -> str:
+    """An error from the shared layers in this command's words."""
+    return _MAGIC_WORDS.sub(lambda m: f"{PROG} {m.group(1)}", message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command; returns its exit status (see ``EXIT_CODES``)."""
+    CTRL_C.install()
+    try:
+        args = _parse(argv)
+        try:
+            return _COMMANDS[args.command](args)
+        except ConfigError as exc:
+            message = name_the_flag(str(exc), _flags(args)) if args.command == "run" else exc
+            sys.stderr.write(f"{PROG}: ConfigError: {_say(str(message))}\n")
+            return EXIT_USAGE
+        except SwarmError as exc:
+            sys.stderr.write(f"{PROG}: {type(exc).__name__}: {_say(str(exc))}\n")
+            return EXIT_FAILED
+    except (KeyboardInterrupt, Interrupted):
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        exit_now_if_stuck()
+        return EXIT_INTERRUPTED
+    finally:
+        CTRL_C.restore()
+

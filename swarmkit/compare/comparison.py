@@ -1,0 +1,101 @@
+"""``Comparison``: what ``--compare`` leaves the user, its variants' Runs side by side.
+
+Each variant is an ordinary :class:`~swarmkit.api.result.Run` (its own tables, history entry
+and cassette); the comparison adds the side-by-side view (answers, status, tokens, cost,
+wall time, the p50 / p95 latency of the live model calls, workers by status and plans,
+with the differences from the first variant marked), one row per variant as a table or a
+DataFrame, and an export that replays all of it offline (``swarmkit.compare.export``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..api.result import Run
+from ..errors import ConfigError
+from ..export.exporter import ExportResult
+from .export import export_comparison
+from .variants import Variant
+from .view import ComparisonTable, ComparisonView, comparison_rows
+
+if TYPE_CHECKING:
+    import pandas
+
+__all__ = ["Comparison"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Comparison:
+    """The variants of one task and their Runs, in the order the variants were given.
+
+    ``shared_calls`` counts the model calls a variant was served from another variant's
+    identical call (paid once, shown as cached in the served variant's tables).
+    """
+
+    task: str
+    variants: tuple[Variant, ...]
+    runs: tuple[Run, ...]
+    shared_calls: int = 0
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(variant.label for variant in self.variants)
+
+    def __getitem__(self, key: int | str) -> Run:
+        """A variant's Run, by position or by its label."""
+        if isinstance(key, str):
+            try:
+                return self.runs[self.labels.index(key)]
+            except ValueError:
+                raise KeyError(f"no variant {key!r}; variants: {', '.join(self.labels)}") \
+                    from None
+        return self.runs[key]
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def view(self) -> ComparisonView:
+        """The side-by-side view (what the cell shows)."""
+        return ComparisonView(self.labels, self.runs)
+
+    def table(self) -> ComparisonTable:
+        """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
+        p95 (of the calls made live: ``swarmkit.compare.view.live_latencies``), and an
+        excerpt of the answer."""
+        return ComparisonTable(self.labels, self.runs)
+
+    def to_dataframe(self) -> pandas.DataFrame:
+        """One row per variant (needs pandas), the variant's options as columns too.
+
+        ``duration_s`` is the wall time; ``latency_p50_s`` / ``latency_p95_s`` are over
+        the ``live_calls`` calls made live (None when there were none)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ConfigError("to_dataframe needs pandas: pip install pandas") from None
+        rows = comparison_rows(self.labels, self.runs)
+        for row, variant, run in zip(rows, self.variants, self.runs, strict=True):
+            for name, value in variant.options:
+                row.setdefault(name, value if isinstance(value, (str, int, float)) else
+                               repr(value))
+            row["run_id"] = run.run_id
+        return pandas.DataFrame(rows)
+
+    def export(self, path: str | os.PathLike[str], **options: Any) -> ExportResult:
+        """Write ``path``, a notebook that replays the comparison offline, and one
+        cassette per variant beside it (``<name>.1.swarm.json``, ...). It never replaces
+        a file unless ``overwrite=True``; ``title=``, ``note=``, ``cassettes=``,
+        ``history_path=`` as for ``Run.export``."""
+        return export_comparison(self.task, self.variants, self.runs, path,
+                                 shared_calls=self.shared_calls, **options)
+
+    def _repr_html_(self) -> str:
+        return self.view().html()
+
+    def __str__(self) -> str:
+        return self.view().text()
+
+    def __repr__(self) -> str:
+        return self.view().text()

@@ -1,0 +1,384 @@
+"""Variants of one task side by side: what each answered, spent and planned.
+
+``comparison_rows`` is the comparison as plain rows (one per variant), the one source of
+``ComparisonTable`` (``Comparison.table()``) and of ``Comparison.to_dataframe()``.
+Each variant's figures include its wall time (the run's duration; in a replay, the
+recorded one) and the latency of its model calls, p50 and p95 by nearest rank over the
+calls it made live that answered (:func:`live_latencies`). Calls served from the cache or
+from another variant's identical call took no model time of their own, so they are left
+out; a variant with no live call shows ``—``. A replay counts the calls its recording
+made live, with their recorded latencies, so it shows the same figures.
+``ComparisonView`` is the static output of ``--compare``: per variant its figures, its
+plan and its answer, in columns side by side, with what differs from the first variant
+(the baseline) marked: plan items added or removed, and the answer's words
+(``swarmkit.display.worddiff``). Identical plans are shown once. A variant without an
+answer says why instead (the run's error, or its workers' failures). Everything is a pure
+function of the runs, escaped, and cut to a bound with a note naming where the whole is.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..credentials.scrub import one_line
+from ..display.drilldown import cut
+from ..display.failures import failure_of, failure_statuses
+from ..display.rendered import Rendered
+from ..display.rowcut import displayed_rows, rows_with_gaps
+from ..display.tablefmt import html_table, render_table
+from ..display.tables import NO_REDUCER_NOTE, format_cost, format_tokens
+from ..display.theme import COLOURS, STYLE, row_class
+from ..display.worddiff import list_diff, marked_html, marked_text, word_diff
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..record.runrecord import RunRecord
+
+__all__ = ["LATENCY_NOTE", "ComparisonTable", "ComparisonView", "comparison_rows",
+           "live_latencies", "percentile", "workers_by_status"]
+
+# Each answer is shown (and diffed) up to this many characters; the rest is named.
+MAX_ANSWER_CHARS = 6_000
+_EXCERPT = 60
+_TASK_WIDTH = 160
+_FAILURE_WIDTH = 220
+_FAILURES_SHOWN = 3
+_COLUMN_MIN = "14em"
+LATENCY_NOTE = ("p50 / p95: latency of the variant's model calls made live; calls served "
+                "from the cache or shared with another variant are not counted (— when none)")
+
+_CSS = (
+    "<style>"
+    ".swarmkit .sk-cmp{display:grid;gap:4px 12px;font-size:12px;min-width:0}"
+    ".swarmkit .sk-cmp>div{min-width:0;overflow-wrap:anywhere}"
+    f".swarmkit .sk-cmp-head{{border-bottom:2px solid {COLOURS['rule'].css};"
+    "padding-bottom:2px}"
+    ".swarmkit .sk-cmp-span{grid-column:1/-1}"
+    ".swarmkit .sk-cmp ol{margin:2px 0;padding-left:2.2em}"
+    ".swarmkit .sk-cmp li.sk-gone{list-style:none}"
+    f".swarmkit .sk-cmp-answer{{white-space:pre-wrap;max-height:24em;overflow:auto;"
+    f"border-left:3px solid {COLOURS['rule'].css};padding-left:6px}}"
+    # Marks keep the page's text colour over a translucent tint, so they read on the
+    # light and the dark theme alike; underline and strike-through say it without colour.
+    ".swarmkit ins.sk-ins{background:rgba(76,175,80,.28);text-decoration:underline;"
+    f"text-decoration-color:{COLOURS['ok'].css}}}"
+    ".swarmkit del.sk-del{background:rgba(244,67,54,.24);text-decoration:line-through;"
+    f"text-decoration-color:{COLOURS['failed'].css}}}"
+    "</style>"
+)
+
+
+def _check(labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
+    if len(labels) != len(runs):
+        raise ConfigError(f"a comparison needs one label per run: got {len(labels)} "
+                          f"labels for {len(runs)} runs")
+
+
+def _count(run: RunRecord, status: str) -> int:
+    return sum(1 for worker in run.workers if worker.status == status)
+
+
+def live_latencies(run: RunRecord) -> list[float]:
+    """The latencies of ``run``'s model calls that were made live and answered, sorted.
+
+    A replayed call (``replay``) was live when recorded and keeps its recorded latency; a
+    call served from the cache, or from another variant's call, is ``cache``: not counted.
+    A failed call is not counted either: its time is retries and backoff, not an answer.
+    """
+    return sorted(c.latency for c in run.calls if c.source != "cache" and c.error is None)
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The ``p``-th percentile of sorted ``values`` by nearest rank; None when empty."""
+    if not values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(values)))
+    return values[rank - 1]
+
+
+def comparison_rows(labels: Sequence[str], runs: Sequence[RunRecord]) -> list[dict[str, object]]:
+    """One row per variant: its label, status, answer, tokens, cost (a ``Decimal``, None
+    when unknown), wall time (``duration_s``), the p50 / p95 latency of its live calls
+    (None without one) and how many there were, workers by status and plan."""
+    _check(labels, runs)
+    rows: list[dict[str, object]] = []
+    for label, run in zip(labels, runs, strict=True):
+        usage = run.usage
+        latencies = live_latencies(run)
+        rows.append({
+            "variant": label,
+            "status": run.status,
+            "answer": run.answer,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": usage.cost,
+            "duration_s": run.duration,
+            "latency_p50_s": percentile(latencies, 50),
+            "latency_p95_s": percentile(latencies, 95),
+            "live_calls": len(latencies),
+            "workers": len(run.workers),
+            "workers_ok": _count(run, "completed"),
+            "workers_failed": _count(run, "failed"),
+            "workers_skipped": _count(run, "skipped"),
+            "workers_cancelled": _count(run, "cancelled"),
+            "plan": list(run.plan),
+        })
+    return rows
+
+
+def workers_by_status(row: dict[str, Any]) -> str:
+    """``3 ok · 1 failed``: a row's workers by status, statuses with none left out."""
+    if not row["workers"]:
+        return "none"
+    parts = [f"{row['workers_ok']} ok"]
+    for status in ("failed", "skipped", "cancelled"):
+        if row[f"workers_{status}"]:
+            parts.append(f"{row[f'workers_{status}']} {status}")
+    return " · ".join(parts)
+
+
+def _seconds(value: object) -> str:
+    return "—" if value is None else f"{value:.2f}s"
+
+
+def _figures(row: dict[str, Any]) -> tuple[str, ...]:
+    """Status, workers, tokens in, tokens out, cost, wall time, latency p50 and p95: as
+    every table shows them."""
+    return (str(row["status"]), workers_by_status(row), format_tokens(row["prompt_tokens"]),
+            format_tokens(row["completion_tokens"]), format_cost(row["cost_usd"]),
+            _seconds(row["duration_s"]), _seconds(row["latency_p50_s"]),
+            _seconds(row["latency_p95_s"]))
+
+
+_FIGURE_HEADERS = ("status", "workers", "tokens in", "tokens out", "cost", "wall time",
+                   "p50", "p95")
+
+
+class ComparisonTable(Rendered):
+    """One row per variant: its figures and an excerpt of its answer. ``p50`` / ``p95``
+    are the latencies of its live calls (``LATENCY_NOTE``)."""
+
+    HEADERS = ("variant", *_FIGURE_HEADERS, "answer")
+
+    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
+        self.rows = comparison_rows(labels, runs)
+
+    def table_rows(self) -> list[tuple[str, ...]]:
+        return [(str(row["variant"]), *_figures(row),
+                 one_line(row["answer"], _EXCERPT) if row["answer"] is not None else "")
+                for row in self.rows]
+
+    def text(self) -> str:
+        return render_table(self.table_rows(), self.HEADERS, "simple") + "\n"
+
+    def html(self) -> str:
+        rows = self.table_rows()
+        classes = [row_class(row[1]) for row in rows]
+        table = html_table(rows, self.HEADERS, classes, css="sk-compare")
+        return f'<div class="swarmkit swarmkit-compare">{STYLE}{table}</div>'
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+class ComparisonView(Rendered):
+    """The variants side by side; differences from the first (the baseline) marked."""
+
+    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
+        _check(labels, runs)
+        if not runs:
+            raise ConfigError("a comparison needs at least one run")
+        self.labels = list(labels)
+        self.runs = list(runs)
+        self.rows = comparison_rows(labels, runs)
+
+    # -- what is compared --------------------------------------------------------------
+
+    @property
+    def same_plan(self) -> bool:
+        """Every variant planned the same sub-tasks (given tasks included)."""
+        first = self.runs[0].plan
+        return all(run.plan == first for run in self.runs[1:])
+
+    def plan_rows(self, i: int) -> list[tuple[str, str, str]]:
+        """Variant ``i``'s plan as (mark, number, sub-task): kept " ", added "+" and the
+        baseline's items it lacks "-" (numbered by its own plan; removed ones are not)."""
+        plan = self.runs[i].plan
+        if not plan:  # it never planned (its planner failed): nothing to compare
+            return []
+        marked = [("=", t) for t in plan] if i == 0 else list_diff(self.runs[0].plan, plan)
+        rows, number = [], 0
+        for mark, item in marked:
+            if mark != "-":
+                number += 1
+            rows.append((" " if mark == "=" else mark, "" if mark == "-" else str(number),
+                         item))
+        return rows
+
+    def _shown_plan(self, i: int) -> tuple[list[tuple[Any, ...]], str]:
+        """The plan rows a display shows (long plans cut, changes kept) and the cut note."""
+        rows = self.plan_rows(i)
+        shown = displayed_rows(len(rows), [n for n, r in enumerate(rows) if r[0] != " "])
+        note = "" if shown is None else (
+            f"{len(shown)} of {len(rows):,} items shown (the first, the last and the "
+            f"changed ones); runs[{i}].plan has them all")
+        return rows_with_gaps(len(rows), shown, lambda n: rows[n], 3), note
+
+    def answer_segments(self, i: int) -> list[tuple[str, str]] | None:
+        """Variant ``i``'s answer (cut) marked against the baseline's; None without one.
+
+        The baseline, and any variant when the baseline has no answer, is all kept text.
+        """
+        answer = self.runs[i].answer
+        if answer is None:
+            return None
+        shown = answer[:MAX_ANSWER_CHARS]
+        # The note of a cut answer is not part of what is compared.
+        note = cut(answer, MAX_ANSWER_CHARS, f"runs[{i}].answer")[len(shown):]
+        base = self.runs[0].answer
+        if i == 0 or base is None:
+            return [("=", shown + note)]
+        return [*word_diff(base[:MAX_ANSWER_CHARS], shown), *([("=", note)] if note else [])]
+
+    def why_no_answer(self, i: int) -> list[str]:
+        """Why variant ``i`` has no answer: the run's error, then its workers' failures."""
+        run = self.runs[i]
+        if run.config.get("reduce") is False:
+            return [NO_REDUCER_NOTE]
+        lines = [f"no answer: {run.status}" + (f": {run.error}" if run.error else "")]
+        statuses = failure_statuses(run.calls)
+        failures = [f for w in run.workers
+                    if (f := failure_of(w, statuses.get(w.index))) is not None]
+        for failure in failures[:_FAILURES_SHOWN]:
+            lines.append(f"worker {failure.index} · {failure.label}"
+                         + (f": {failure.line}" if failure.line else ""))
+        if len(failures) > _FAILURES_SHOWN:
+            lines.append(f"… {len(failures) - _FAILURES_SHOWN} more; runs[{i}].tables() "
+                         "has them all")
+        return [one_line(line, _FAILURE_WIDTH) for line in lines]
+
+    def _title(self) -> str:
+        return (f"{len(self.runs)} variants · task: "
+                f"{one_line(self.runs[0].task, _TASK_WIDTH)}")
+
+    def _name(self, i: int) -> str:
+        return self.labels[i] + (" (baseline)" if i == 0 and len(self.runs) > 1 else "")
+
+    # -- text ----------------------------------------------------------------------------
+
+    def text(self) -> str:
+        parts = [self._title(), ""]
+        table = [(label, *_figures(row)) for label, row in zip(self.labels, self.rows,
+                                                                 strict=True)]
+        parts += [render_table(table, ("variant", *_FIGURE_HEADERS), "simple"),
+                  LATENCY_NOTE, ""]
+        if self.same_plan:
+            parts += self._plan_text(0, f"same plan for every variant "
+                                        f"({len(self.runs[0].plan)} sub-tasks)"
+                                     if self.runs[0].plan else "plan")
+        else:
+            for i in range(len(self.runs)):
+                parts += self._plan_text(i, f"plan of {self._name(i)}{self._plan_change(i)}")
+        for i in range(len(self.runs)):
+            segments = self.answer_segments(i)
+            if segments is None:
+                parts += [f"answer of {self._name(i)}", *self.why_no_answer(i), ""]
+                continue
+            changed = any(mark != "=" for mark, _ in segments)
+            note = " ({+added+} [-removed-] vs the baseline)" if changed else ""
+            if i and not changed and self.runs[0].answer is not None:
+                note = " (same as the baseline)"
+            parts += [f"answer of {self._name(i)}{note}", marked_text(segments), ""]
+        return "\n".join(parts).rstrip() + "\n"
+
+    def _plan_change(self, i: int) -> str:
+        if i == 0 or not self.runs[i].plan:
+            return ""
+        rows = self.plan_rows(i)
+        added = sum(1 for r in rows if r[0] == "+")
+        removed = sum(1 for r in rows if r[0] == "-")
+        if not added and not removed:
+            return ": same as the baseline"
+        return f": {added} added, {removed} removed vs the baseline"
+
+    def _plan_text(self, i: int, heading: str) -> list[str]:
+        rows, note = self._shown_plan(i)
+        lines = [heading, *([note] if note else [])]
+        for mark, number, item in rows:
+            if mark == "…":
+                lines.append(f"  … {number}")
+                continue
+            lines.append(f"{mark} {number + '.' if number else '  '} {item}".rstrip())
+        return [*lines, ""] if rows else [heading + ": none", ""]
+
+    # -- HTML ----------------------------------------------------------------------------
+
+    def html(self) -> str:
+        n = len(self.runs)
+        columns = f"repeat({n},minmax(min({_COLUMN_MIN},100%),1fr))"
+        cells = [self._head_html(i) for i in range(n)]
+        if self.same_plan:
+            plan = self.runs[0].plan
+            cells.append('<div class="sk-cmp-span">'
+                         + self._plan_html(0, f"same plan for every variant: {len(plan)} "
+                                              "sub-tasks", opened=False) + "</div>")
+        else:
+            cells += [self._plan_html(i, f"plan: {len(self.runs[i].plan)} sub-tasks"
+                                         f"{self._plan_change(i)}", opened=True)
+                      for i in range(n)]
+        cells += [self._answer_html(i) for i in range(n)]
+        body = "".join(cells)
+        return (f'<div class="swarmkit swarmkit-compare">{STYLE}{_CSS}'
+                f"<p><b>{_esc(self._title())}</b><br>"
+                f'<span class="sk-note">{_esc(LATENCY_NOTE)}</span></p>'
+                f'<div class="sk-scroll"><div class="sk-cmp" '
+                f'style="grid-template-columns:{columns}">{body}</div></div></div>')
+
+    def _head_html(self, i: int) -> str:
+        row = self.rows[i]
+        status, workers, tokens_in, tokens_out, cost, wall, p50, p95 = _figures(row)
+        live = row["live_calls"]
+        latency = (f"latency p50 {p50} / p95 {p95} ({live} live call{'s' if live != 1 else ''})"
+                   if live else "latency — (no live call)")
+        return (f'<div class="sk-cmp-head"><b>{_esc(self._name(i))}</b><br>'
+                f'<span class="sk-st-{_esc(status)}">{_esc(status)}</span> · '
+                f"workers {_esc(workers)}<br>tokens {tokens_in} in / {tokens_out} out · "
+                f"cost {cost}<br>wall time {wall} · {latency}</div>")
+
+    def _plan_html(self, i: int, summary: str, *, opened: bool) -> str:
+        rows, note = self._shown_plan(i)
+        if not rows:
+            return f"<div>{_esc(summary)}</div>"
+        items = []
+        for mark, number, item in rows:
+            if mark == "…":
+                items.append(f'<li class="sk-gone sk-note">… {_esc(number)}</li>')
+            elif mark == "+":
+                items.append(f'<li value="{number}"><ins class="sk-ins">{_esc(item)}</ins>'
+                             "</li>")
+            elif mark == "-":
+                items.append(f'<li class="sk-gone">− <del class="sk-del">{_esc(item)}'
+                             "</del></li>")
+            else:
+                items.append(f'<li value="{number}">{_esc(item)}</li>')
+        note_html = f'<div class="sk-note">{_esc(note)}</div>' if note else ""
+        return (f"<div><details{' open' if opened else ''}><summary>{_esc(summary)}"
+                f"</summary>{note_html}<ol>{''.join(items)}</ol></details></div>")
+
+    def _answer_html(self, i: int) -> str:
+        segments = self.answer_segments(i)
+        if segments is None:
+            lines = self.why_no_answer(i)
+            css = "sk-note" if lines == [NO_REDUCER_NOTE] else "sk-error"
+            return (f'<div class="{css}"><b>answer</b><br>'
+                    + "<br>".join(_esc(line) for line in lines) + "</div>")
+        changed = any(mark != "=" for mark, _ in segments)
+        note = ""
+        if i and self.runs[0].answer is not None:
+            note = " (marked vs the baseline)" if changed else " (same as the baseline)"
+        return (f'<div><b>answer</b><span class="sk-note">{_esc(note)}</span>'
+                f'<div class="sk-cmp-answer">{marked_html(segments)}</div></div>')

@@ -1,0 +1,425 @@
+"""``SwarmConfig``: every option of a run, frozen, merged from defaults < env < session < call.
+
+Per-role settings (model, endpoint, key variable, sampling) live in ``RoleConfig`` so that
+planner, workers and reducer can use different models behind different endpoints.
+Only the *names* of key environment variables are ever stored here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError
+from .options import (
+    NOT_FIELDS,
+    OPTIONS,
+    ROLE_FIELDS,
+    ROLE_NAMES,
+    TOOL_CHOICE_KEYS,
+    Kind,
+    env_options,
+)
+from .outputschema import canonical_schema
+from .tasks import given_tasks
+from .urls import redact_url
+from .validation import check_base_url, validate_config
+
+__all__ = [
+    "AUTO_MODEL",
+    "DEFAULT_KEY_ENV",
+    "DEFAULT_MODEL",
+    "LOCAL_MODEL",
+    "LOCAL_PENALTIES",
+    "ROLES",
+    "Role",
+    "RoleConfig",
+    "SwarmConfig",
+]
+
+Role = Literal["planner", "worker", "reducer"]
+ROLES: tuple[Role, ...] = ROLE_NAMES  # type: ignore[assignment]
+
+LOCAL_MODEL = "local"
+# The embedded 135M model loops: a worker or reducer repeats a paragraph until its max
+# tokens cut it. These penalties (OpenAI's fields, which llama.cpp's server applies) let
+# the demo's answers end on their own; the planner's grammar-bound JSON gets none.
+LOCAL_PENALTIES = {"frequency_penalty": 0.5, "presence_penalty": 0.3}
+# "auto" picks DEFAULT_MODEL when a key or base URL is configured, else the local model.
+AUTO_MODEL = "auto"
+DEFAULT_MODEL = "gpt-4.1-mini"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are one worker in a team. Solve only the sub-task you are given, concisely and "
+    "concretely. Your answer will be merged with the other workers' answers."
+)
+DEFAULT_REDUCER_PROMPT = (
+    "You merge the answers of several workers into one final answer to the original task. "
+    "Resolve contradictions, drop repetition, and keep what is specific."
+)
+DEFAULT_PLANNER_PROMPT = (
+    "Split the user's task into at most {max_workers} independent sub-tasks that can be "
+    'worked on in parallel. Reply with JSON only: {{"tasks": ["sub-task 1", ...]}}.'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RoleConfig:
+    """How one role talks to its model."""
+
+    model: str
+    base_url: str | None = None
+    api_key_env: tuple[str, ...] = (DEFAULT_KEY_ENV,)
+    max_tokens: int = 1024
+    temperature: float | None = None
+    seed: int | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.model == LOCAL_MODEL
+
+    def keys_set(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The names in ``api_key_env`` whose variable holds a key in ``env``, in order."""
+        return tuple(name for name in self.api_key_env if env.get(name))
+
+
+def _default_role(max_tokens: int) -> RoleConfig:
+    return RoleConfig(model=AUTO_MODEL, max_tokens=max_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class SwarmConfig:
+    """All options of one swarm run. Build it with :meth:`SwarmConfig.from_options`."""
+
+    planner: RoleConfig = field(default_factory=lambda: _default_role(1024))
+    worker: RoleConfig = field(default_factory=lambda: _default_role(1024))
+    reducer: RoleConfig = field(default_factory=lambda: _default_role(2048))
+    max_workers: int = 8
+    concurrency: int = 4
+    budget_usd: Decimal | None = None
+    budget_tokens: int | None = None
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    reducer_prompt: str = DEFAULT_REDUCER_PROMPT
+    planner_prompt: str = DEFAULT_PLANNER_PROMPT
+    call_timeout: float = 120.0
+    run_timeout: float | None = None
+    max_attempts: int = 6
+    backoff_base: float = 0.25
+    backoff_max: float = 20.0
+    stream_reducer: bool = True
+    # Typed worker outputs: canonical JSON text of the JSON schema each worker's reply
+    # must match (swarmkit.config.outputschema); set from a model class or dict by output_type.
+    output_schema: str | None = None
+    # tools
+    max_tool_hops: int = 3
+    tool_concurrency: int = 8
+    max_tool_errors: int = 3
+    max_tool_result_chars: int = 8000
+    # Calls past this many in one model turn are refused (the model is told), not run.
+    max_tool_calls_per_turn: int = 16
+    tool_timeout: float = 30.0
+    # rate limits: rpm/tpm per key at each base URL, counted over rate_window seconds
+    rpm: float | None = None
+    tpm: float | None = None
+    rate_window: float = 60.0
+    adaptive_concurrency: bool = True
+    # None: spread the first wave over 0.25 s only when rpm/tpm are set (engine.worker.start_delay)
+    start_jitter: float | None = None
+    # call store
+    cache: bool = False
+    record: str | None = None
+    replay: str | None = None
+    history_path: str | None = None
+    history: bool = True
+    # Steps (e.g. "worker-3") that skip the cache lookup: %swarm rerun --worker uses it.
+    refresh: tuple[str, ...] = ()
+    prices: tuple[tuple[str, str, str], ...] = ()
+    # The plan, when the user gave it (tasks=, --tasks, --plan-from): the planner is not
+    # asked and every task gets a worker. Recorded, so a replay needs no namespace.
+    tasks: tuple[str, ...] = ()
+    # False: no reducer; the run ends with the workers' outputs and no answer.
+    reduce: bool = True
+    # OpenTelemetry spans (swarmkit.telemetry): None is automatic, on when a tracer
+    # provider is configured; otel_content adds the scrubbed prompts and completions.
+    otel: bool | None = None
+    otel_content: bool = False
+    # The run this one continues (resume=): its plan is ``tasks`` and its answered calls
+    # are served from the history, so only the missing calls are made.
+    resume: str | None = None
+    # The most prompt tokens one reducer request may carry; None: the reducer model's
+    # context from the model table (less its max_tokens), or a conservative default.
+    reducer_max_input_tokens: int | None = None
+    # Batch mode: the workers go to the Batch API (swarmkit.engine.batchfanout), whose status
+    # is looked at every batch_poll seconds; the planner and the reducer run live.
+    batch: bool = False
+    batch_poll: float = 30.0
+    # The roles whose "auto" model became the embedded one because no key or base URL
+    # was set (set by api.resolve_models; config.automodel says so in every view).
+    auto_local: tuple[str, ...] = ()
+
+    def role(self, role: Role) -> RoleConfig:
+        return getattr(self, role)  # type: ignore[no-any-return]
+
+    @property
+    def models(self) -> dict[str, str]:
+        return {role: self.role(role).model for role in ROLES}
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able view with no secret values (only key variable *names*)."""
+        data = asdict(self)
+        data["budget_usd"] = None if self.budget_usd is None else str(self.budget_usd)
+        for role in ROLES:
+            data[role]["api_key_env"] = list(self.role(role).api_key_env)
+            if self.role(role).base_url is not None:
+                data[role]["base_url"] = redact_url(self.role(role).base_url)
+        data["prices"] = [list(p) for p in self.prices]
+        data["refresh"] = list(self.refresh)
+        data["tasks"] = list(self.tasks)
+        if self.auto_local:
+            data["auto_local"] = list(self.auto_local)
+        else:  # the usual case: no key of its own, so a recorded run reads as before
+            del data["auto_local"]
+        return data
+
+    @classmethod
+    def from_summary(cls, data: Mapping[str, Any]) -> SwarmConfig:
+        values = dict(data)
+        for role in ROLES:
+            role_data = dict(values[role])
+            role_data["api_key_env"] = tuple(role_data.get("api_key_env") or ())
+            values[role] = RoleConfig(**role_data)
+        if values.get("budget_usd") is not None:
+            values["budget_usd"] = Decimal(values["budget_usd"])
+        values["prices"] = tuple(tuple(p) for p in values.get("prices") or ())
+        values["refresh"] = tuple(values.get("refresh") or ())
+        values["tasks"] = tuple(values.get("tasks") or ())
+        values["auto_local"] = tuple(values.get("auto_local") or ())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+    @classmethod
+    def from_options(
+        cls,
+        base: SwarmConfig | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> SwarmConfig:
+        """Apply ``options`` (public names such as ``model=``, ``workers=``) over ``base``.
+
+        ``base`` defaults to the built-in defaults with ``SWARMKIT_*`` environment
+        variables applied.
+        """
+        config = base if base is not None else cls.from_env(os.environ if env is None else env)
+        return config.with_options(**options)
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], defaults: Mapping[str, Any] | None = None
+    ) -> SwarmConfig:
+        """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
+        on) < ``SWARMKIT_*`` variables."""
+        options = {opt: env[var] for var, opt in env_options().items() if env.get(var)}
+        return cls().with_options(**{**(defaults or {}), **options})
+
+    def with_options(self, **options: Any) -> SwarmConfig:
+        """A copy with public option names applied; ``None`` values are ignored."""
+        options = _with_given_tasks({k: v for k, v in options.items() if v is not None})
+        roles = {role: self.role(role) for role in ROLES}
+        top: dict[str, Any] = {}
+        shared_role: dict[str, Any] = {}
+        for name, value in options.items():
+            if name in ROLE_FIELDS:
+                shared_role[name] = _coerce_role_value(name, value)
+            elif name.split("_", 1)[0] in ROLES and name.split("_", 1)[1] in ROLE_FIELDS:
+                continue  # per-role options are applied after the shared ones
+            elif name in _ALIASES:
+                top[_ALIASES[name]] = _coerce_top(_ALIASES[name], value, name)
+            elif name in _TOP_FIELDS:
+                top[name] = _coerce_top(name, value)
+            elif name in TOOL_CHOICE_KEYS:
+                _check_tool_names(name, value)  # kept by the caller, for the tool loop
+            else:
+                raise ConfigError(f"unknown option {name!r}; see help(swarmkit.run) for options")
+        for role in ROLES:
+            if shared_role:
+                roles[role] = replace(roles[role], **shared_role)
+            per_role = {
+                key: _coerce_role_value(key, options[f"{role}_{key}"], f"{role}_{key}")
+                for key in ROLE_FIELDS
+                if f"{role}_{key}" in options
+            }
+            if per_role:
+                roles[role] = replace(roles[role], **per_role)
+        config = replace(self, **top, **roles)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Raise a one-line ConfigError naming the first wrong option (see validation)."""
+        validate_config(self)
+        if self.record and self.replay:
+            raise ConfigError("use either record or replay, not both")
+        self._validate_paths_and_text()
+
+    def _validate_paths_and_text(self) -> None:
+        for name in ("record", "replay", "history_path"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a file path, got {value!r}")
+        for name in ("system_prompt", "reducer_prompt", "planner_prompt"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{name} must be text, got {getattr(self, name)!r}")
+        try:
+            self.planner_prompt.format(max_workers=self.max_workers)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(
+                f"planner_prompt may only use the field {{max_workers}}, not {exc}; write "
+                "other braces twice: {{ and }}"
+            ) from None
+
+    def history_file(self) -> Path:
+        return Path(self.history_path or os.path.join(".swarmkit", "history.db"))
+
+
+def _with_given_tasks(options: dict[str, Any]) -> dict[str, Any]:
+    """``tasks`` (with ``task_template``, which is read here and not kept) as a tuple of
+    strings. Given tasks are the plan, so ``workers`` set in the same call cannot cut
+    them: fewer workers than tasks is refused rather than dropping tasks silently."""
+    template = options.pop("task_template", None)
+    if "tasks" not in options:
+        if template is not None:
+            raise ConfigError("task_template needs tasks (a DataFrame) to fill; add tasks")
+        return options
+    tasks = given_tasks(options["tasks"], template)
+    workers = options.get("workers", options.get("max_workers"))
+    if workers is not None and _strict_int("workers", workers) < len(tasks):
+        raise ConfigError(
+            f"workers {workers} is fewer than the {len(tasks)} given tasks: every given "
+            "task gets a worker; drop workers (use concurrency to run fewer at once)"
+        )
+    return {**options, "tasks": tasks}
+
+
+# Public option name -> field, from the option table; a field's own name works too.
+_ALIASES = {row.name: row.attr for row in OPTIONS
+            if not row.role and row.name not in NOT_FIELDS and row.name != row.attr}
+_TOP_FIELDS = {
+    f.name for f in fields(SwarmConfig) if f.name not in ROLES
+}
+
+
+def _check_tool_names(option: str, value: Any) -> None:
+    """``mcp_tools`` / ``mcp_exclude_tools``: MCP tool names as ``NAME__tool``."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"{option} must be MCP tool names, e.g. everything__echo,"
+                          f"everything__add, got {value!r}")
+    for item in (i.strip() for i in items):
+        server, sep, tool = item.partition("__")
+        if item and not (server and sep and tool):
+            raise ConfigError(f"{option}: {item!r} is not an MCP tool's name; write "
+                              "NAME__tool, e.g. everything__echo (%swarm mcp list shows them)")
+
+
+def _coerce_role_value(key: str, value: Any, option: str = "") -> Any:
+    """``value`` as the RoleConfig field ``key`` needs; ``option`` is the name the user
+    wrote (``planner_base_url``), for the message."""
+    try:
+        if key == "api_key_env":
+            names = value.split(",") if isinstance(value, str) else list(value)
+            names = [n.strip() for n in names if n.strip()]
+            if not names:
+                raise ConfigError("api_key_env needs at least one variable name")
+            return tuple(names)
+        if key == "max_tokens":
+            return _strict_int(key, value)
+        if key == "seed":
+            return _strict_int(key, value)
+        if key == "temperature":
+            if isinstance(value, bool):
+                raise ConfigError(f"temperature must be a number, got {value!r}")
+            return float(value)
+        if key == "base_url":
+            return check_base_url(option or key, value)
+        if key == "model":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{key} must be a non-empty string, got {value!r}")
+            return value.strip()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key} has a bad value {value!r}: {exc}") from None
+    return value
+
+
+def _strict_int(key: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{key} must be a whole number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise ConfigError(f"{key} must be a whole number, got {value!r}")
+
+
+def _number(name: str, value: Any) -> float:
+    """A float from a number or its text; True/False and other types are refused (the
+    range, NaN and infinity are validation's job, which names the limits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+
+
+def _fields_of(kind: Kind) -> frozenset[str]:
+    return frozenset(row.attr for row in OPTIONS if row.kind == kind and not row.role)
+
+
+_INT_FIELDS = _fields_of("int")
+_FLOAT_FIELDS = _fields_of("number")
+_BOOL_FIELDS = _fields_of("bool")
+
+
+def _coerce_top(name: str, value: Any, option: str = "") -> Any:
+    """``value`` as the field ``name`` needs; ``option`` is the alias the user wrote."""
+    if name == "output_schema":
+        return canonical_schema(value, option or name)
+    if name == "budget_usd":
+        try:
+            amount = Decimal(str(value).strip().lstrip("$"))
+        except InvalidOperation:
+            raise ConfigError(f"budget must be a USD amount like 0.50, got {value!r}") from None
+        if not amount.is_finite():
+            raise ConfigError(f"budget must be a finite USD amount, got {value!r}")
+        return amount
+    if name in _INT_FIELDS:
+        return _strict_int(option or name, value)
+    if name in _FLOAT_FIELDS:
+        return _number(name, value)
+    if name in _BOOL_FIELDS:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ConfigError(f"{name} must be true or false, got {value!r}")
+        return bool(value)
+    if name in ("refresh", "auto_local"):
+        steps = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(step).strip() for step in steps if str(step).strip())
+    if name == "tasks":
+        return tuple(value)
+    if name == "prices":
+        return tuple(tuple(str(x) for x in p) for p in value)
+    if isinstance(value, Path):
+        return str(value)
+    return value

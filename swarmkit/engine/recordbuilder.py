@@ -1,0 +1,79 @@
+"""The sink that builds a :class:`RunRecord` from the engine's events."""
+
+from __future__ import annotations
+
+import bisect
+
+from ..record.events import (
+    BatchSubmitted,
+    CallFinished,
+    CallRetried,
+    Event,
+    PlanReady,
+    ReducerStarted,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    WorkerFinished,
+)
+from ..record.rows import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
+from ..record.runrecord import RunRecord
+
+__all__ = ["RunRecorder"]
+
+
+def _worker_index(record: WorkerRecord) -> int:
+    return record.index
+
+
+# Calls, retries and tool calls are kept in start order, not in the order they finished:
+# finishing order depends on scheduling, start times are what a replay reproduces, so
+# every table and chart of a replayed run lists them exactly as the recording did.
+def _call_order(record: CallRecord) -> tuple[float, str]:
+    return record.started, record.step
+
+
+def _retry_order(record: RetryRecord) -> tuple[float, str, int]:
+    return record.t, record.step, record.attempt
+
+
+def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
+    return record.started, record.worker, record.hop, record.call_id
+
+
+class RunRecorder:
+    """The sink that turns events into a ``RunRecord``; the only writer of its fields."""
+
+    def __init__(self, record_type: type[RunRecord] = RunRecord) -> None:
+        # The class to build: the user-facing ``swarmkit.Run`` when the caller is the api.
+        self.record_type = record_type
+        self.run: RunRecord | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.run = self.record_type(event.run_id, event.task, event.config, event.started_at)
+            return
+        run = self.run
+        if run is None:
+            return
+        match event:
+            case PlanReady():
+                run.plan, run.plan_raw = list(event.tasks), event.raw
+            case CallFinished():
+                bisect.insort(run.calls, event.call, key=_call_order)
+            case CallRetried():
+                retry = RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
+                bisect.insort(run.retries, retry, key=_retry_order)
+            case ReducerStarted():
+                run.reduced = list(event.inputs)
+            case ToolCallFinished():
+                bisect.insort(run.tool_calls, event.tool_call, key=_tool_order)
+            case WorkerFinished():
+                bisect.insort(run.workers, event.worker, key=_worker_index)
+            case BatchSubmitted():
+                run.batches.append(event.batch)
+            case RunFinished():
+                run.status, run.answer, run.error = event.status, event.answer, event.error
+                run.duration = event.duration
+            case _:
+                pass

@@ -1,0 +1,76 @@
+"""The run as data: one model call's values, a run's rows, its events, the ``RunRecord``.
+
+    modelcall    ``ChatRequest`` / ``ChatResponse`` / ``CallOutcome``, the request fingerprint
+    usage        ``Usage``: tokens, requests and cost, where unknown stays unknown
+    rows         the rows of a run: ``CallRecord``, ``ToolCallRecord``, ``WorkerRecord``, ...
+    events       every event a run emits, and the ``Sink`` seam
+    runrecord    ``RunRecord``: the whole run, built only from events, JSON round-trip
+    fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
+    jsontext     a large record's JSON text, made a piece at a time
+
+Values only: nothing here does I/O beyond (de)serialising, and nothing imports a layer
+above ``config``.
+"""
+
+from __future__ import annotations
+
+from .events import (
+    BatchSubmitted,
+    BatchUpdated,
+    BudgetUpdated,
+    CallFinished,
+    CallRetried,
+    CallStarted,
+    ConcurrencyChanged,
+    Event,
+    PlanReady,
+    RateLimitWait,
+    ReducerDelta,
+    ReducerStarted,
+    RunFinished,
+    RunStarted,
+    Sink,
+    ToolCallFinished,
+    WorkerFinished,
+    WorkerStarted,
+)
+from .modelcall import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolCallRequest
+from .rows import BatchRecord, CallRecord, RetryRecord, ToolCallRecord, WorkerRecord, WorkerStatus
+from .runrecord import RUN_FORMAT, RunRecord, RunStatus
+from .usage import Usage
+
+__all__ = [
+    "RUN_FORMAT",
+    "BatchRecord",
+    "BatchSubmitted",
+    "BatchUpdated",
+    "BudgetUpdated",
+    "CallFinished",
+    "CallOutcome",
+    "CallRecord",
+    "CallRetried",
+    "CallSource",
+    "CallStarted",
+    "ChatRequest",
+    "ChatResponse",
+    "ConcurrencyChanged",
+    "Event",
+    "PlanReady",
+    "RateLimitWait",
+    "ReducerDelta",
+    "ReducerStarted",
+    "RetryRecord",
+    "RunFinished",
+    "RunRecord",
+    "RunStarted",
+    "RunStatus",
+    "Sink",
+    "ToolCallFinished",
+    "ToolCallRecord",
+    "ToolCallRequest",
+    "Usage",
+    "WorkerFinished",
+    "WorkerRecord",
+    "WorkerStarted",
+    "WorkerStatus",
+]
