@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = client_parser(__doc__.splitlines()[0])
     parser.add_argument("--variants", required=True, help="JSON list of option dicts")
     args = parser.parse_args(argv)
-    for module in ("swarmkit.api", "swarmkit.compare.runner"):  # imported before the clock
+    for module in ("swarmkit.api", "swarmkit.comparison.runner"):  # imported before the clock
         importlib.import_module(module)
     import_http_stack()
     return measure_and_print(_swarm(args))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import swarmkit
-from swarmkit.compare.export import compared
+from swarmkit.comparison.export import compared
 from swarmkit.export.exporter import ReplayNotebook
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 

@@ -3,60 +3,68 @@
 ``%load_ext swarmkit`` registers the ``%%swarm`` magic; ``swarmkit.run`` /
 ``swarmkit.run_sync`` run a swarm from Python and return a :class:`Run`.
 
-This module only re-exports. The magics are imported when IPython loads the extension,
-so ``import swarmkit`` in a script never imports IPython's magic machinery or ipywidgets.
+This module only re-exports, and lazily: each name below is imported from its module the
+first time it is used (``_imports.lazy_exports``), so ``import swarmkit`` and
+``%load_ext swarmkit`` import none of the run's machinery, openai or ipywidgets (the
+extension only declares the magics: ``magics.extension``). The ``if TYPE_CHECKING:``
+block is the list, for type checkers and for that.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ._imports import MovedPathFinder, lazy_exports
 from ._version import __version__
-from .api.entry import load_run, run, run_sync
-from .api.result import Run
-from .compare.comparison import Comparison
-from .compare.runner import compare, compare_sync
-from .config import RoleConfig, SwarmConfig
-from .engine.prices import ModelPrice, PriceTable
-from .errors import (
-    BudgetExceeded,
-    CassetteError,
-    ConfigError,
-    ExportError,
-    LocalModelError,
-    MCPError,
-    PlanError,
-    ProviderError,
-    RecordError,
-    ReplayMiss,
-    RunCancelled,
-    StoreError,
-    SwarmError,
-    ToolError,
-)
-from .record.events import (
-    BudgetUpdated,
-    CallFinished,
-    CallRetried,
-    CallStarted,
-    ConcurrencyChanged,
-    Event,
-    PlanReady,
-    RateLimitWait,
-    ReducerDelta,
-    ReducerStarted,
-    RunFinished,
-    RunStarted,
-    Sink,
-    ToolCallFinished,
-    WorkerFinished,
-    WorkerStarted,
-)
-from .record.modelcall import ChatRequest, ChatResponse
-from .record.rows import CallRecord, ToolCallRecord, WorkerRecord
-from .record.runrecord import RunRecord
-from .record.usage import Usage
-from .tools import Tool, tool
+
+if TYPE_CHECKING:
+    from .api import Run, load_run, run, run_sync
+    from .comparison import Comparison, compare, compare_sync
+    from .config import RoleConfig, SwarmConfig
+    from .engine.prices import ModelPrice, PriceTable
+    from .errors import (
+        BudgetExceeded,
+        CassetteError,
+        ConfigError,
+        ExportError,
+        LocalModelError,
+        MCPError,
+        PlanError,
+        ProviderError,
+        RecordError,
+        ReplayMiss,
+        RunCancelled,
+        StoreError,
+        SwarmError,
+        ToolError,
+    )
+    from .magics.extension import load_ipython_extension
+    from .record import (
+        BudgetUpdated,
+        CallFinished,
+        CallRecord,
+        CallRetried,
+        CallStarted,
+        ChatRequest,
+        ChatResponse,
+        ConcurrencyChanged,
+        Event,
+        PlanReady,
+        RateLimitWait,
+        ReducerDelta,
+        ReducerStarted,
+        RunFinished,
+        RunRecord,
+        RunStarted,
+        Sink,
+        ToolCallFinished,
+        ToolCallRecord,
+        Usage,
+        WorkerFinished,
+        WorkerRecord,
+        WorkerStarted,
+    )
+    from .tools import Tool, tool
 
 __all__ = [
     "BudgetExceeded",
@@ -113,10 +121,6 @@ __all__ = [
     "tool",
 ]
 
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
+MovedPathFinder.install()
 
-def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext swarmkit``: register ``%%swarm`` and ``%swarm``."""
-    # Imported here: IPython loads the magics only when it loads the extension.
-    from .magics import load_ipython_extension as load
-
-    load(ipython)

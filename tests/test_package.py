@@ -43,7 +43,7 @@ def test_no_module_is_named_like_a_public_function() -> None:
     functions = {name for name in swarmkit.__all__ if callable(getattr(swarmkit, name))
                  and not isinstance(getattr(swarmkit, name), type)}
     assert not modules & functions
-    assert swarmkit.run.__module__ == "swarmkit.api"
+    assert swarmkit.run.__module__ == "swarmkit.api.entry"
 
 
 def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> None:

@@ -29,7 +29,7 @@ from .halt import STOPPED, Halt
 from .modelcaller import RunCaller
 from .planner import make_plan
 from .prices import PriceTable
-from .recordbuilder import RunRecorder
+from .recordbuilder import RunRecordBuilder
 from .reducer import hold_for_reducer, mapped_only, reduce
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
@@ -101,7 +101,7 @@ class Engine:
         self.prices = prices or PriceTable.with_overrides(config.prices)
         self.run_id = run_id or new_run_id()
         self.started_at = started_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.recorder = RunRecorder(record_type)
+        self.recorder = RunRecordBuilder(record_type)
         self.sinks: list[Sink] = [self.recorder, *sinks]
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop

@@ -19,7 +19,7 @@ from ..record.events import (
 from ..record.rows import CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
 from ..record.runrecord import RunRecord
 
-__all__ = ["RunRecorder"]
+__all__ = ["RunRecordBuilder"]
 
 
 def _worker_index(record: WorkerRecord) -> int:
@@ -41,7 +41,7 @@ def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
     return record.started, record.worker, record.hop, record.call_id
 
 
-class RunRecorder:
+class RunRecordBuilder:
     """The sink that turns events into a ``RunRecord``; the only writer of its fields."""
 
     def __init__(self, record_type: type[RunRecord] = RunRecord) -> None:

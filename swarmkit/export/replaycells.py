@@ -7,7 +7,7 @@ notebook ran in replay mode. A part may also ask for a *probe*: an expression ev
 in the replaying kernel after every cell ran (``Out[n]`` is the value its cell showed),
 whose JSON value reaches :meth:`Replayed.check`; the probe's cell is removed before the
 notebook is written. A ``%%swarm`` cell is one part (:class:`SwarmCell`); a comparison
-is another (``swarmkit.compare.export``).
+is another (``swarmkit.comparison.export``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display, update_display
 
 from ..api.entry import create_engine
-from ..compare.comparison import Comparison
+from ..comparison.result import Comparison
 from ..engine.background import WAIT_SLICE, background_loop
 
 if TYPE_CHECKING:

@@ -32,6 +32,7 @@ from ..config.urls import redact_url
 from ..engine.prices import PriceTable
 from ..errors import ConfigError
 from .bridge import summary_line
+from .extension import swarm_magics
 from .flags import NOTEBOOK_DEFAULTS
 from .output import SmallTable, publish, run_bundle
 from .session import Session
@@ -204,7 +205,7 @@ def swarm_config(*, reset: bool = False, **options: Any) -> SmallTable:
     from IPython import get_ipython
 
     shell = get_ipython()
-    magics = None if shell is None else shell.magics_manager.registry.get("SwarmMagics")
+    magics = None if shell is None else swarm_magics(shell)
     if magics is None:
         raise UsageError("swarm_config: load the extension first with %load_ext swarmkit")
     for key in options:

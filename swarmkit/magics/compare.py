@@ -3,7 +3,7 @@
 :func:`variants_for` turns the line's ``--compare`` flags into the variants and their
 configs, refusing (one-line ``UsageError``) anything wrong before any call, and prints how
 many variants will run. :class:`ComparisonHandle` is a :class:`SwarmHandle` whose result
-is a :class:`~swarmkit.compare.comparison.Comparison`: the cell runs, waits, is interrupted,
+is a :class:`~swarmkit.comparison.result.Comparison`: the cell runs, waits, is interrupted,
 cancelled from its dashboard or with ``%swarm cancel`` / ``%swarm stop --merge``,
 exactly as a single run is (``core`` drives both the same way), and every action
 reaches every variant.
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..api.result import Run
-from ..compare.comparison import Comparison
-from ..compare.runner import ComparisonRunner
-from ..compare.variants import Variant, check_count, parse_compare
+from ..comparison.result import Comparison
+from ..comparison.runner import ComparisonRunner
+from ..comparison.variants import Variant, check_count, parse_compare
 from ..config.swarmconfig import SwarmConfig
 from ..errors import ConfigError
 from .bridge import SwarmHandle
@@ -100,7 +100,7 @@ class ComparisonHandle(SwarmHandle):
     """The variants of a ``--compare`` cell running on the background loop.
 
     As a :class:`SwarmHandle` (``--background`` returns one), but ``result()`` and
-    ``run`` are a :class:`~swarmkit.compare.comparison.Comparison` (partial while running), and
+    ``run`` are a :class:`~swarmkit.comparison.result.Comparison` (partial while running), and
     ``start(views)`` takes live views that give variant ``i``'s sink by ``.sink(i)``.
     """
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..api.result import Run
-    from ..compare.comparison import Comparison
+    from ..comparison.result import Comparison
     from ..record.events import Sink
 
 __all__ = ["SwarmMagics", "load_ipython_extension"]
@@ -323,5 +323,6 @@ SwarmMagics.swarm.__doc__ = magic_help()
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
-    """``%load_ext swarmkit``: register the magics (imports no model client)."""
+    """Register ``SwarmMagics``: IPython calls this the first time ``%%swarm`` or
+    ``%swarm`` is used after ``%load_ext swarmkit`` declared them (``extension``)."""
     ipython.register_magics(SwarmMagics)

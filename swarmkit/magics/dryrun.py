@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.entry import create_engine
-from ..compare.variants import Variant
+from ..comparison.variants import Variant
 from ..config.swarmconfig import SwarmConfig
 from ..display.tables import format_cost, format_tokens
 from ..engine.engine import Engine

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 
 from ..api.result import Run
-from ..compare.comparison import Comparison
-from ..compare.export import comparison_paths
+from ..comparison.export import comparison_paths
+from ..comparison.result import Comparison
 from ..errors import StoreError, SwarmError
 from ..export.exporter import ExportResult, export_paths, export_run
 from ..export.notebookfile import existing

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-from ..compare.variants import MAX_VARIANTS
+from ..comparison.variants import MAX_VARIANTS
 from ..config import options as option_table
 from ..config.flagnames import name_the_flag as shared_name_the_flag
 from ..config.flagnames import unknown_option

@@ -10,7 +10,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..compare.comparison import Comparison
+from ..comparison.result import Comparison
 from ..display.rendered import Bundle, Rendered
 
 if TYPE_CHECKING:

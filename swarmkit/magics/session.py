@@ -20,7 +20,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..api.result import Run
-    from ..compare.comparison import Comparison
+    from ..comparison.result import Comparison
     from .bridge import SwarmHandle
 
 __all__ = ["LAST_HANDLE", "LAST_RUN", "Session", "check_keys", "usage_error"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .cache import ResponseCache
 from .callstore import CallStore
 from .cassette import CASSETTE_FORMAT, Cassette, RecordedCall, RecordedTool
-from .cassettebuilder import CassetteRecorder
+from .cassettebuilder import CassetteBuilder
 from .database import Database, reset_database
 from .history import History, HistorySink, RunSummary, default_history_path
 from .recent import recent_recording, remember_recording
@@ -24,7 +24,7 @@ __all__ = [
     "CASSETTE_FORMAT",
     "CallStore",
     "Cassette",
-    "CassetteRecorder",
+    "CassetteBuilder",
     "Database",
     "History",
     "HistorySink",

@@ -38,7 +38,7 @@ from ..record.modelcall import (
 )
 from .cache import ResponseCache
 from .cassette import Cassette, RecordedCall
-from .cassettebuilder import CassetteRecorder
+from .cassettebuilder import CassetteBuilder
 from .history import History, HistorySink
 from .recent import remember_recording
 from .replay import Player
@@ -61,7 +61,7 @@ class CallStore:
         provider: ModelCaller | None = None,
         *,
         cache: ResponseCache | None = None,
-        recorder: CassetteRecorder | None = None,
+        recorder: CassetteBuilder | None = None,
         player: Player | None = None,
         refresh: Iterable[str] = (),
         secrets: Mapping[str, str] | None = None,
@@ -115,7 +115,7 @@ class CallStore:
             )
             store._history = history
             # Always recorded (in memory), so any finished run can be exported afterwards.
-            store.recorder = CassetteRecorder(
+            store.recorder = CassetteBuilder(
                 lambda cassette: store._keep(cassette, config.record, keep=config.history)
             )
             store.sinks.append(store.recorder)

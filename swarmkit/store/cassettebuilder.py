@@ -17,7 +17,7 @@ from ..record.events import CallFinished, CallRetried, Event, RunFinished, RunSt
 from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from .cassette import Cassette, RecordedCall, RecordedTool
 
-__all__ = ["CassetteRecorder"]
+__all__ = ["CassetteBuilder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ class _Served:
 
 
 
-class CassetteRecorder:
+class CassetteBuilder:
     """A sink that builds the run's :class:`Cassette` and hands it over at RunFinished.
 
     ``on_finished`` runs for every outcome (completed, failed, cancelled), so even an

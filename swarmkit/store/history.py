@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ..config.swarmconfig import SwarmConfig
 from ..credentials.secrets import find_secret_in_chunks
-from ..engine.recordbuilder import RunRecorder
+from ..engine.recordbuilder import RunRecordBuilder
 from ..errors import CassetteError, RecordError, StoreError
 from ..record.events import BatchSubmitted, Event, PlanReady, RunFinished
 from ..record.fileshapes import Schema, Seconds, Total, TotalCost, describe, parse_json
@@ -306,7 +306,7 @@ class HistorySink:
         self.history = history
         self.secrets = dict(secrets or {})
         self.error: StoreError | None = None
-        self._recorder = RunRecorder()  # its own copy: sinks never reach into the engine
+        self._recorder = RunRecordBuilder()  # its own copy: sinks never reach into the engine
 
     def on_event(self, event: Event) -> None:
         self._recorder.on_event(event)

@@ -5,7 +5,7 @@ It lets the dashboard, the timeline and the tables be exercised at any scale (50
 arguments: simulated times, not the wall clock.
 
     events = synthetic_events(workers=500, concurrency=50, retry_every=7, tool_every=5)
-    run = synthetic_run(workers=8)          # the same stream folded by RunRecorder
+    run = synthetic_run(workers=8)          # the same stream folded by RunRecordBuilder
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from ..api.result import Run
 from ..config.swarmconfig import SwarmConfig
-from ..engine.recordbuilder import RunRecorder
+from ..engine.recordbuilder import RunRecordBuilder
 from ..record import events as ev
 from ..record.rows import CallRecord, ToolCallRecord, WorkerRecord
 from ..record.usage import Usage
@@ -192,8 +192,8 @@ def _pieces(text: str, size: int = 12) -> Iterator[str]:
 
 
 def synthetic_run(workers: int = 8, **options: Any) -> Run:
-    """The Run that :func:`synthetic_events` folds into, through the real RunRecorder."""
-    recorder = RunRecorder(Run)
+    """The Run that :func:`synthetic_events` folds into, through the real RunRecordBuilder."""
+    recorder = RunRecordBuilder(Run)
     for event in synthetic_events(workers, **options):
         recorder.on_event(event)
     assert recorder.run is not None

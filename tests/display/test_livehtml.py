@@ -101,9 +101,9 @@ def test_attempts_and_retries_agree_at_every_event_and_with_the_static_table() -
             in_flight = 1 if w.attempt else 0
             assert w.attempts == w.calls + in_flight + w.shown_retries
             assert w.shown_retries == w.retries  # every retry announced is counted
-    from swarmkit.engine.recordbuilder import RunRecorder
+    from swarmkit.engine.recordbuilder import RunRecordBuilder
 
-    recorder = RunRecorder()
+    recorder = RunRecordBuilder()
     for event in events:
         recorder.on_event(event)
     assert recorder.run is not None

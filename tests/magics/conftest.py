@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from swarmkit.magics import SwarmMagics
+from swarmkit.magics import SwarmMagics, swarm_magics
 from swarmkit.testing import FakeServer, swarm_shell
 
 
@@ -21,7 +21,7 @@ def shell() -> InteractiveShell:
 def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
     """The shell's swarm magics: no session defaults and no last run before the test,
     no session defaults after it."""
-    instance = shell.magics_manager.registry["SwarmMagics"]
+    instance = swarm_magics(shell)
     assert isinstance(instance, SwarmMagics)
     instance.session_options = {}
     instance.last_run = None

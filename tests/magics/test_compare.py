@@ -17,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from nbclient import NotebookClient
 
-from swarmkit.compare.comparison import Comparison
+from swarmkit.comparison.result import Comparison
 from swarmkit.magics import SwarmMagics
 from swarmkit.magics.compare import ComparisonHandle
 from swarmkit.magics.dryrun import CompareDryRun

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 import swarmkit
-from swarmkit.compare.comparison import Comparison
+from swarmkit.comparison.result import Comparison
 from swarmkit.errors import ExportError
 from swarmkit.export.exporter import find_recording
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
@@ -125,7 +125,7 @@ def test_a_variant_without_a_literal_is_written_as_recorded_under_its_label(
     result = comparison.export(tmp_path / "typed.ipynb")
     cell = code_cells(result.notebook)[-1]
     # A pydantic model has no literal: its recorded JSON schema replays the same requests.
-    assert "from swarmkit.compare import Variant" in cell.source
+    assert "from swarmkit.comparison import Variant" in cell.source
     assert "label='output_type=Review'" in cell.source
     assert '"title":"Verdict"' in cell.source
     assert cell.outputs[0]["data"]["text/plain"] == str(comparison).rstrip("\n")

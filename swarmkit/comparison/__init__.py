@@ -13,7 +13,7 @@ every variant makes alike is sent once by ``provider.sharedcalls``.
 
 from __future__ import annotations
 
-from .comparison import Comparison
+from .result import Comparison
 from .runner import ComparisonRunner, compare, compare_sync
 from .variants import MAX_VARIANTS, Variant, parse_compare, variant_grid, variants_of
 

@@ -68,7 +68,7 @@ def test_summary_round_trips_and_holds_only_key_names() -> None:
 
 # -- the option table ----------------------------------------------------------------------
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 FIX_README = ('python -c "from pathlib import Path; from swarmkit.config.options import '
               "replace_readme_table as r; p = Path('README.md'); "
               'p.write_text(r(p.read_text()))"')

@@ -10,7 +10,7 @@ import pytest
 
 import swarmkit
 from swarmkit.api.result import Run
-from swarmkit.compare.view import (
+from swarmkit.comparison.view import (
     LATENCY_NOTE,
     MAX_ANSWER_CHARS,
     ComparisonTable,

@@ -4,7 +4,7 @@ Each variant is an ordinary :class:`~swarmkit.api.result.Run` (its own tables, h
 and cassette); the comparison adds the side-by-side view (answers, status, tokens, cost,
 wall time, the p50 / p95 latency of the live model calls, workers by status and plans,
 with the differences from the first variant marked), one row per variant as a table or a
-DataFrame, and an export that replays all of it offline (``swarmkit.compare.export``).
+DataFrame, and an export that replays all of it offline (``swarmkit.comparison.export``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Comparison:
 
     def table(self) -> ComparisonTable:
         """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
-        p95 (of the calls made live: ``swarmkit.compare.view.live_latencies``), and an
+        p95 (of the calls made live: ``swarmkit.comparison.view.live_latencies``), and an
         excerpt of the answer."""
         return ComparisonTable(self.labels, self.runs)
 

@@ -1,7 +1,7 @@
 """Running a comparison: one engine per variant, concurrently, under one budget.
 
 ``swarmkit.compare(task, variants=[{...}, {...}], **common)`` (and ``compare_sync``) build
-a :class:`ComparisonRunner` and return its :class:`~swarmkit.compare.comparison.Comparison`. The
+a :class:`ComparisonRunner` and return its :class:`~swarmkit.comparison.result.Comparison`. The
 ``%%swarm --compare`` magic uses the runner directly, to give each variant its dashboard
 lane and to cancel or stop every variant at once.
 
@@ -26,7 +26,7 @@ from ..engine.engine import Engine
 from ..errors import ConfigError, SwarmError
 from ..provider.sharedcalls import SharedCalls
 from ..record.events import Sink
-from .comparison import Comparison
+from .result import Comparison
 from .variants import MAX_VARIANTS, Variant, check_count, variants_of
 
 __all__ = ["ComparisonRunner", "compare", "compare_sync"]

@@ -22,7 +22,7 @@ from swarmkit.store import History
 from swarmkit.testing import FakeServer
 
 KEY_ENV = "SWARMKIT_TEST_KEY"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKERS = 40
 
 

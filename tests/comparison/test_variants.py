@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarmkit.compare.variants import check_count, parse_compare, value_labels, variants_of
+from swarmkit.comparison.variants import check_count, parse_compare, value_labels, variants_of
 from swarmkit.errors import ConfigError
 
 

@@ -11,7 +11,7 @@ to run it live) and one code cell that replays every variant from its own casset
 whose output is the side-by-side view. The variants are written as literals; a value that
 has none (a pydantic model, a DataFrame of tasks) is written as the run recorded it (the
 JSON schema's text; given tasks come from the cassette), keeping the variant's label
-with ``swarmkit.compare.variants.Variant``. The common options are those that rebuild every
+with ``swarmkit.comparison.variants.Variant``. The common options are those that rebuild every
 variant's requests (``replaycell.replay_options``). As for a single run, the stored
 output comes from executing the notebook in replay mode, and export checks that it shows
 the comparison's own view and that each variant's replay reproduces its own tables
@@ -213,7 +213,7 @@ def comparison_source(
     arguments += [f"{name}={names.value(name, value)}" for name, value in written.common.items()]
     head = ["import swarmkit"]
     if not written.as_dicts:
-        head.append("from swarmkit.compare import Variant")
+        head.append("from swarmkit.comparison import Variant")
     call = "comparison = swarmkit.compare_sync(\n" + "".join(
         f"    {argument},\n" for argument in arguments) + ")"
     return "\n".join([*head, "", f"TASK = {task_text}", *names.lines, call, "comparison"])

@@ -17,7 +17,7 @@ import pytest
 
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def swarmkit_cli(
