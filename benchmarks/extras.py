@@ -18,11 +18,11 @@ from pathlib import Path
 from common import KEY_ENV, ROOT, child_env, child_json, fake_server, new_history
 from kernel import load_ext_in_kernel, magic_available
 
-__all__ = ["load_ext_times", "machine_line", "report_all"]
+__all__ = ["LOAD_EXT_SCRIPT", "load_ext_times", "machine_line", "report_all"]
 
 HERE = Path(__file__).resolve().parent
 
-_LOAD_EXT = (
+LOAD_EXT_SCRIPT = (
     "import json, sys, time\n"
     "from IPython.core.interactiveshell import InteractiveShell\n"
     "shell = InteractiveShell.instance()\n"
@@ -30,13 +30,14 @@ _LOAD_EXT = (
     "shell.run_line_magic('load_ext', 'swarmkit')\n"
     "loaded = time.perf_counter() - t0\n"
     "openai = 'openai' in sys.modules\n"
+    "modules = sum(1 for name in sys.modules if name.split('.')[0] == 'swarmkit')\n"
     "first = None\n"
     "if len(sys.argv) > 1:  # then the first cell: a 2-worker swarm at the server\n"
     "    t1 = time.perf_counter()\n"
     "    shell.run_cell_magic('swarm', f'--base-url {sys.argv[1]} --api-key-env {sys.argv[2]} '\n"
     "                         '--workers 2 --quiet', 'Name two rivers')\n"
     "    first = time.perf_counter() - t1\n"
-    "print(json.dumps({'wall': loaded, 'openai': openai, 'first': first}))\n"
+    "print(json.dumps({'wall': loaded, 'openai': openai, 'first': first, 'modules': modules}))\n"
 )
 
 
@@ -67,7 +68,7 @@ def load_ext_times(times: int, url: str | None = None) -> list[tuple[float, floa
     walls = []
     for _ in range(times):
         history = new_history()
-        argv = [sys.executable, "-c", _LOAD_EXT, *([url, KEY_ENV] if url else [])]
+        argv = [sys.executable, "-c", LOAD_EXT_SCRIPT, *([url, KEY_ENV] if url else [])]
         done = subprocess.run(argv, capture_output=True, text=True, env=child_env(history),
                               cwd=history.parent, timeout=120, check=True)
         result = json.loads(done.stdout.strip().splitlines()[-1])

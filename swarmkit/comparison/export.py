@@ -12,7 +12,7 @@ whose output is the side-by-side view. The variants are written as literals; a v
 has none (a pydantic model, a DataFrame of tasks) is written as the run recorded it (the
 JSON schema's text; given tasks come from the cassette), keeping the variant's label
 with ``swarmkit.comparison.variants.Variant``. The common options are those that rebuild every
-variant's requests (``replaycell.replay_options``). As for a single run, the stored
+variant's requests (``export.cellsource.replay_options``). As for a single run, the stored
 output comes from executing the notebook in replay mode, and export checks that it shows
 the comparison's own view and that each variant's replay reproduces its own tables
 (answer included). Writing, keys and overwriting are ``ReplayNotebook``'s.

@@ -35,7 +35,7 @@ class _CheckedRole(Protocol):
 
 class Checked(Protocol):
     """What :func:`validate_config` reads: a ``SwarmConfig`` (a Protocol, so this module
-    needs no import of ``swarm``, which imports it)."""
+    needs no import of ``swarmconfig``, which imports it)."""
 
     @property
     def budget_usd(self) -> Decimal | None: ...

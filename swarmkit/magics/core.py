@@ -1,6 +1,6 @@
 """``SwarmMagics``: the ``%%swarm`` cell magic and the ``%swarm`` line magic.
 
-The cell magic parses its line (``options``), interpolates the cell (``interpolate``),
+The cell magic parses its line (``flags``), interpolates the cell (``interpolate``),
 merges options over the session defaults (defaults < env < ``%swarm config`` < flags),
 runs the swarm on the background loop (``bridge``) and ends with exactly one display of
 the run's static bundle. The line magic dispatches to the subcommands in ``commands``.
