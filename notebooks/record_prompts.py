@@ -4,6 +4,10 @@
   embedded local model: both show their point with a small model;
 - ``--schema`` runs on a *scripted* model (FakeServer with the handler shown in the
   notebook): a deterministic invalid reply is what shows the repair and the failure.
+
+The models, their settings and what the notebook says about them come from
+``recording_models.py``, as in ``record.py``, which imports this module (never the
+other way round). pandas and pydantic are imported only when the tutorial is built.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+from recording_models import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded
 
 import swarmkit
 from swarmkit.comparison.export import compared
@@ -70,7 +76,6 @@ def scripted_model() -> Callable[[FakeRequest], FakeReply | None]:
 def exploring_prompts() -> ReplayNotebook:
     import pandas as pd
     from pydantic import BaseModel
-    from record import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded
 
     class Verdict(BaseModel):
         language: str

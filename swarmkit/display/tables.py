@@ -22,11 +22,14 @@ from ..config.outputschema import schema_fields
 from ..credentials.scrub import one_line
 from ..record.rows import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
+from .drilldown import planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses
+from .markdown import markdown_html
 from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, html_table, render_table
 from .theme import STYLE, row_class
+from .timeline import timeline_svg
 from .truncation import (
     CUT_MARK,
     answer_warning,
@@ -283,10 +286,6 @@ class RunTables(Rendered):
 
     def html(self) -> str:
         """Totals, answer (Markdown), spend by role, workers, tool calls and timeline."""
-        from .drilldown import planner_details, reducer_details
-        from .markdown import markdown_html
-        from .timeline import timeline_svg
-
         run = self.run
         parts = [
             f'<div class="swarmkit swarmkit-run">{STYLE}',
@@ -331,8 +330,6 @@ class RunTables(Rendered):
     def _worker_html(self) -> str:
         """The worker table: a reason on each row that did not complete, and each task
         cell a ``<details>`` that opens on what the worker did."""
-        from .drilldown import worker_details
-
         run = self.run
         workers = run.workers
         shown = self._worker_cut.shown
