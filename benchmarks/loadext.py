@@ -72,7 +72,7 @@ def main() -> None:
         trees = {"now": ROOT, args.against: unpack(args.against, Path(scratch))}
         figures: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
         with fake_server(0.0, 2) as url:
-            for name, tree in trees.items():  # one untimed warm-up each (disk cache, .pyc)
+            for tree in trees.values():  # one untimed warm-up each (disk cache, .pyc)
                 one_load(tree, url)
             for _ in range(args.repeats):
                 for name, tree in trees.items():
