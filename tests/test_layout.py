@@ -27,6 +27,7 @@ from swarmkit._imports import MOVED
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "swarmkit"
 MAX_TOP_LEVEL = 20
+MAX_MODULE_LINES = 400  # one concept per module (ARCHITECTURE.md, "Size")
 
 # word -> (its one meaning, the entries whose names may hold it). An empty tuple: the
 # word is retired (it named two jobs: the event folder and the cassette builder, the
@@ -100,6 +101,14 @@ def test_the_top_level_is_short() -> None:
     assert len(top) <= MAX_TOP_LEVEL, (
         f"swarmkit/ has {len(top)} entries (at most {MAX_TOP_LEVEL}): {', '.join(top)}; "
         "put a module into the package of its concept")
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+             for path in PACKAGE.rglob("*.py")}
+    over = {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
+    assert not over, (f"modules over {MAX_MODULE_LINES} lines (split them by concept): "
+                      + ", ".join(f"{name} {lines}" for name, lines in sorted(over.items())))
 
 
 def test_the_top_level_holds_only_packages_and_modules() -> None:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.options import option_named
-from ..display.tables import RunTables, format_cost, format_tokens
+from ..display.tablefmt import format_cost, format_tokens
+from ..display.tables import RunTables
 from ..errors import ConfigError, ExportError
 from ..export.cellsource import (
     header_text,

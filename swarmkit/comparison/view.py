@@ -28,8 +28,8 @@ from ..display.drilldown import cut
 from ..display.failures import failure_of, failure_statuses
 from ..display.rendered import Rendered
 from ..display.rowcut import displayed_rows, rows_with_gaps
-from ..display.tablefmt import html_table, render_table
-from ..display.tables import NO_REDUCER_NOTE, format_cost, format_tokens
+from ..display.tablefmt import format_cost, format_tokens, html_table, render_table
+from ..display.tables import NO_REDUCER_NOTE
 from ..display.theme import COLOURS, STYLE, row_class
 from ..display.worddiff import list_diff, marked_html, marked_text, word_diff
 from ..errors import ConfigError

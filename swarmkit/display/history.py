@@ -21,7 +21,7 @@ from ..credentials.scrub import one_line
 from ..record.runrecord import RunRecord
 from ..store.history import RunSummary
 from .rendered import Rendered
-from .tables import format_cost, format_tokens
+from .tablefmt import format_cost, format_tokens
 
 __all__ = ["RunDiff", "RunListing"]
 

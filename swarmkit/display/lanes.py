@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ..credentials.scrub import one_line
 from ..record.usage import Usage
 from .livestate import LiveState
-from .tables import format_cost, format_tokens
+from .tablefmt import format_cost, format_tokens
 from .theme import COLOURS, STYLE
 from .truncation import CUT_MARK
 

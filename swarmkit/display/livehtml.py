@@ -22,8 +22,7 @@ from ..engine.worker import worker_messages
 from .drilldown import cut, details, reducer_input, worker_body
 from .failures import Failure, failure_of
 from .livestate import MAX_ROWS, SECTIONS, LiveState, WorkerLive
-from .tablefmt import Markup, clipped, html_table
-from .tables import format_cost, format_tokens
+from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table
 from .theme import COLOURS, STYLE, row_class
 from .truncation import CUT_MARK, cut_note, raise_hint, with_cut_mark
 

@@ -20,7 +20,7 @@ from ..record.events import (
     RunFinished,
     WorkerFinished,
 )
-from .tables import format_cost
+from .tablefmt import format_cost
 
 __all__ = ["ProgressLine"]
 

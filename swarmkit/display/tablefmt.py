@@ -1,4 +1,5 @@
-"""Table layout: tabulate's text for the text views, and a themed HTML table.
+"""Table layout: tabulate's text for the text views, a themed HTML table, and how a cost
+and a token count are written in every view (``format_cost``, ``format_tokens``).
 
 ``render_table`` is ``tabulate(..., disable_numparse=True)`` for the text views.
 ``html_table`` is the HTML the displays show: CSS classes for the theme
@@ -12,13 +13,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from tabulate import tabulate
 
 from ..credentials.scrub import one_line
 
-__all__ = ["NUMERIC", "Markup", "clipped", "html_table", "render_table"]
+__all__ = ["NUMERIC", "Markup", "clipped", "format_cost", "format_tokens", "html_table",
+           "render_table"]
 
 # Columns (by header) that hold numbers: right-aligned.
 NUMERIC = frozenset({"worker", "calls", "attempts", "retries", "tokens in", "tokens out",
@@ -90,3 +93,15 @@ def html_table(
 def render_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str) -> str:
     """The text views' layout: every cell as written (numbers are not parsed)."""
     return str(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
+
+
+def format_cost(cost: Decimal | None) -> str:
+    if cost is None:
+        return "unknown"
+    if cost == 0:
+        return "$0"
+    return f"${cost:.6f}" if cost < 1 else f"${cost:.4f}"
+
+
+def format_tokens(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"

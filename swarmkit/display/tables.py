@@ -10,9 +10,7 @@ run renders byte-identical output.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
-from decimal import Decimal
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +25,8 @@ from .failures import Failure, failure_of, failure_statuses
 from .markdown import markdown_html
 from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
-from .tablefmt import Markup, clipped, html_table, render_table
+from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table, render_table
+from .tablerows import TASK_WIDTH, data_cell, tool_row, worker_row
 from .theme import STYLE, row_class
 from .timeline import timeline_svg
 from .truncation import (
@@ -38,7 +37,6 @@ from .truncation import (
     cut_note,
     cut_workers,
     max_tokens_of,
-    with_cut_mark,
 )
 
 if TYPE_CHECKING:
@@ -47,31 +45,16 @@ if TYPE_CHECKING:
     from ..record.usage import Usage
 
 __all__ = [
-    "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "format_cost",
-    "format_tokens", "render_table",
+    "DISPLAY_ROWS", "NO_REDUCER_NOTE", "RunTables", "displayed_rows", "render_table",
 ]
 
-_TASK_WIDTH = 48
 NO_REDUCER_NOTE = ("no answer: the reducer was skipped (--no-reduce); the workers' "
                    "outputs are the result (run.workers[i].output)")
-_CELL_WIDTH = 60
 _WHY_WIDTH = 60
 _FAILURE_WIDTH = 220
 _TASK_HEADER_WIDTH = 200
 # Past this many rows a table scrolls inside the output instead of growing the page.
 _SCROLL_ROWS = 30
-
-
-def format_cost(cost: Decimal | None) -> str:
-    if cost is None:
-        return "unknown"
-    if cost == 0:
-        return "$0"
-    return f"${cost:.6f}" if cost < 1 else f"${cost:.4f}"
-
-
-def format_tokens(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"
 
 
 def _batch_note(run: RunRecord) -> str:
@@ -110,9 +93,9 @@ class RunTables(Rendered):
         return (*self.WORKER_HEADERS, *self.fields)
 
     def _worker_cells(self, worker: WorkerRecord) -> tuple[Any, ...]:
-        return (*_worker_row(worker, self._worker_retries.get(worker.index, 0),
+        return (*worker_row(worker, self._worker_retries.get(worker.index, 0),
                              worker.index in self.cut_workers),
-                *(_data_cell(worker.data, name) for name in self.fields))
+                *(data_cell(worker.data, name) for name in self.fields))
 
     @cached_property
     def cut_workers(self) -> set[int]:
@@ -148,7 +131,7 @@ class RunTables(Rendered):
     def tool_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per tool call; with ``shown``, those calls' rows and a row per gap."""
         calls = self.run.tool_calls
-        return rows_with_gaps(len(calls), shown, lambda i: _tool_row(calls[i]),
+        return rows_with_gaps(len(calls), shown, lambda i: tool_row(calls[i]),
                               len(self.TOOL_HEADERS))
 
     @property
@@ -346,7 +329,7 @@ class RunTables(Rendered):
             worker = workers[position]
             failure = failures.get(position)
             cells = self._worker_cells(worker)
-            summary = one_line(worker.task, _TASK_WIDTH)
+            summary = one_line(worker.task, TASK_WIDTH)
             task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
                                          summary, note if worker.index in cut else None),
                           summary)
@@ -382,41 +365,3 @@ class RunTables(Rendered):
         """The run's display, with its provenance as the output's metadata."""
         data, _ = super().mime_bundle()
         return data, {"swarmkit": self.metadata()}
-
-
-def _worker_row(w: WorkerRecord, retries: int, cut: bool) -> tuple[Any, ...]:
-    calls = f"{w.calls} ({w.cached_calls} cached)" if w.cached_calls else str(w.calls)
-    return (
-        w.index,
-        one_line(w.task, _TASK_WIDTH),
-        with_cut_mark(w.status_label, cut),
-        calls,
-        w.attempts,
-        retries,
-        format_tokens(w.usage.prompt_tokens),
-        format_tokens(w.usage.completion_tokens),
-        format_cost(w.cost_usd),
-        f"{w.latency:.2f}s",
-        w.tool_calls,
-    )
-
-
-def _data_cell(data: Any, name: str) -> str:
-    """A worker's value of one schema field, on one line ("" when it has none)."""
-    if not isinstance(data, dict) or name not in data:
-        return ""
-    value = data[name]
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return one_line(text, _CELL_WIDTH)
-
-
-def _tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
-    return (
-        t.worker,
-        t.hop,
-        t.tool,
-        one_line(t.arguments, _CELL_WIDTH),
-        one_line(t.result, _CELL_WIDTH),
-        one_line(t.error, _CELL_WIDTH) or "",
-        f"{t.duration:.3f}s",
-    )

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from ..config.options import OPTIONS, ROLE_FIELDS, UNSET_VALUES
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..config.template import interpolation_changes
-from ..display.tables import format_cost, format_tokens
+from ..display.tablefmt import format_cost, format_tokens
 from ..errors import ExportError
 
 if TYPE_CHECKING:

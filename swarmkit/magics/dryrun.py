@@ -16,7 +16,7 @@ from typing import Any
 from ..api.entry import create_engine
 from ..comparison.variants import Variant
 from ..config.swarmconfig import SwarmConfig
-from ..display.tables import format_cost, format_tokens
+from ..display.tablefmt import format_cost, format_tokens
 from ..engine.engine import Engine
 from ..engine.estimate import Estimate, RoleEstimate
 from ..engine.estimate import estimate as estimate_plan

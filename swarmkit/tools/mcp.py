@@ -27,7 +27,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import json
 import logging
 import re
 import tempfile
@@ -37,7 +36,8 @@ from typing import IO, Any, Literal, TypeVar
 from ..credentials.scrub import scrub
 from ..engine.background import BackgroundLoop, background_loop
 from ..errors import ConfigError, MCPError, ToolError
-from .definition import Tool, ToolArgumentsError
+from .definition import Tool
+from .mcpanswers import error_text, exception_text, list_all_tools, result_text, schema_validator
 from .mcpspec import (
     SERVER_NAME,
     MCPServerSpec,
@@ -236,7 +236,7 @@ class MCPServer:
             ):
                 with anyio.fail_after(self.start_timeout):
                     await session.initialize()
-                    listed = await _list_all_tools(session)
+                    listed = await list_all_tools(session)
                 self._session = session
                 ready.set_result(listed)
                 await self._stopping.wait()
@@ -300,9 +300,9 @@ class MCPServer:
             raise MCPError(f"MCP server {self.name!r} refused {tool}: {exc.message}") from None
         finally:
             _REQUEST_ID.reset(token)
-        text = _result_text(result)
+        text = result_text(result)
         if result.is_error:
-            raise ToolError(f"{self.name}__{tool} failed: {_error_text(tool, scrub(text))}")
+            raise ToolError(f"{self.name}__{tool} failed: {error_text(tool, scrub(text))}")
         return text
 
     # -- helpers -----------------------------------------------------------------------
@@ -325,7 +325,7 @@ class MCPServer:
         return self._bridge.wait(self._bridge.submit(coro))
 
     def _failure_text(self, what: str, exc: BaseException) -> str:
-        detail = _exception_text(exc)
+        detail = exception_text(exc)
         tail = self._stderr_tail()
         stderr = f"; its stderr ends: {tail}" if tail else ""
         return (f"MCP server {self.name!r} {what} ({detail}){stderr}; "
@@ -358,7 +358,7 @@ class MCPServer:
                 description=item.description or "",
                 parameters=schema,
                 function=functools.partial(self._call_sync, item.name),
-                validate=_schema_validator(name, schema),
+                validate=schema_validator(name, schema),
                 invoke=functools.partial(self._invoke, item.name),
             )
         return tuple(tools.values())
@@ -368,73 +368,3 @@ class MCPServer:
 
     def _call_sync(self, tool: str, /, **arguments: Any) -> str:
         return self._wait(self._call(tool, arguments, None))  # type: ignore[no-any-return]
-
-
-async def _list_all_tools(session: Any) -> list[Any]:
-    from mcp_types import PaginatedRequestParams
-
-    tools: list[Any] = []
-    cursor = None
-    while True:
-        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-        page = await session.list_tools(params=params)
-        tools += page.tools
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
-
-
-def _result_text(result: Any) -> str:
-    parts = []
-    for block in result.content or ():
-        text = getattr(block, "text", None)
-        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
-    if not parts and result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(parts)
-
-
-def _error_text(tool: str, text: str) -> str:
-    """A tool's error as the model should read it. The MCP Python SDK prefixes the text a
-    tool raised as its ToolError with ``Error executing tool NAME: ``, and sends that
-    prefix alone for any other exception, whose text it keeps on the server."""
-    prefix = f"Error executing tool {tool}"
-    if text.strip() == prefix:
-        return (f"{prefix} (the server sent no reason: the MCP SDK keeps an unexpected "
-                "exception's text on the server; a tool that raises its ToolError sends it)")
-    return text.removeprefix(f"{prefix}: ") or prefix
-
-
-def _exception_text(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    if isinstance(exc, TimeoutError):
-        return "no answer to the handshake in time"
-    message = getattr(exc, "message", None) or str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _schema_validator(
-    name: str, schema: dict[str, Any]
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    import jsonschema
-
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        validator = cls(schema)
-    except jsonschema.SchemaError as exc:
-        log.warning("MCP tool %r has an invalid input schema (%s); the server validates",
-                    name, exc.message)
-        return dict
-
-    def validate(arguments: dict[str, Any]) -> dict[str, Any]:
-        problems = [
-            f"{'.'.join(str(p) for p in error.absolute_path) or '(arguments)'}: {error.message}"
-            for error in validator.iter_errors(arguments)
-        ]
-        if problems:
-            raise ToolArgumentsError(f"invalid arguments for {name}: {'; '.join(problems)}")
-        return arguments
-
-    return validate

@@ -237,7 +237,7 @@ def test_errors_name_the_flag_that_was_typed() -> None:
 
 
 def test_the_progress_line_shows_the_real_spend_without_a_budget() -> None:
-    from swarmkit.display.tables import format_cost
+    from swarmkit.display.tablefmt import format_cost
 
     with FakeServer(plan_tasks=3) as server:
         done = swarmkit_cli("run", "Three lakes", *common(server), "--json", "--no-history")

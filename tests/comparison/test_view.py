@@ -19,7 +19,7 @@ from swarmkit.comparison.view import (
     live_latencies,
     percentile,
 )
-from swarmkit.display.tables import format_cost, format_tokens
+from swarmkit.display.tablefmt import format_cost, format_tokens
 from swarmkit.display.worddiff import marked_text, word_diff
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule

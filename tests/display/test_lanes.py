@@ -11,7 +11,7 @@ import swarmkit
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.flusher import FLUSHER_NAME
 from swarmkit.display.lanes import lane_text
-from swarmkit.display.tables import format_cost, format_tokens
+from swarmkit.display.tablefmt import format_cost, format_tokens
 from swarmkit.display.widget import CompareDashboard
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeServer, Fault, FaultRule

@@ -206,7 +206,7 @@ def test_a_real_swarm_against_fake_server_ends_with_the_runs_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import swarmkit
-    from swarmkit.display.tables import format_cost, format_tokens
+    from swarmkit.display.tablefmt import format_cost, format_tokens
     from swarmkit.testing import FakeServer
 
     monkeypatch.setenv("SWARMKIT_TEST_KEY", "sk-test-dashboard-0000")
