@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli.command import main
+from .cli.launch import main
 
 __all__: list[str] = []
 

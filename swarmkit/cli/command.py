@@ -30,19 +30,15 @@ from ..export.notebookfile import existing
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
 from ..tools import Tool
-from .terminal import (
-    CTRL_C,
+from .exitcodes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMED_OUT,
     EXIT_USAGE,
-    Interrupted,
-    execute,
-    exit_code,
     exit_codes_text,
-    exit_now_if_stuck,
 )
+from .terminal import CTRL_C, Interrupted, execute, exit_code, exit_now_if_stuck
 
 __all__ = ["import_tools", "main", "read_schema_file"]
 

@@ -21,23 +21,15 @@ from typing import Any, TextIO
 from ..api.entry import create_engine
 from ..api.result import Run
 from ..display.progress import ProgressLine
+from .exitcodes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_TIMED_OUT,
+)
 
-__all__ = ["CTRL_C", "EXIT_CODES", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PARTIAL",
-           "EXIT_TIMED_OUT", "EXIT_USAGE", "CtrlC", "Interrupted", "execute", "exit_code",
-           "exit_codes_text", "exit_now_if_stuck"]
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
-EXIT_TIMED_OUT, EXIT_INTERRUPTED = 124, 130  # as timeout(1) and a shell's 128 + SIGINT
-EXIT_CODES = {EXIT_OK: "completed", EXIT_FAILED: "the run failed",
-              EXIT_USAGE: "a bad option or value",
-              EXIT_PARTIAL: "partial: an answer, but some workers failed or were cancelled",
-              EXIT_TIMED_OUT: "timed out (--run-timeout)", EXIT_INTERRUPTED: "interrupted"}
-
-
-def exit_codes_text() -> str:
-    """The exit statuses, one a line, for a command's help."""
-    return "exit status:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items())
-
+__all__ = ["CTRL_C", "CtrlC", "Interrupted", "execute", "exit_code", "exit_now_if_stuck"]
 
 class Interrupted(Exception):
     """Ctrl-C before a run existed: nothing to keep, nothing to show."""

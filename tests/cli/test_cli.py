@@ -198,7 +198,7 @@ def test_help_lists_the_commands_without_rest_markup_and_points_to_run_help() ->
 
 
 def test_exit_statuses_are_documented_in_the_help() -> None:
-    from swarmkit.cli.terminal import EXIT_CODES
+    from swarmkit.cli.exitcodes import EXIT_CODES
 
     assert EXIT_CODES == {0: "completed", 1: "the run failed", 2: "a bad option or value",
                           3: "partial: an answer, but some workers failed or were cancelled",
