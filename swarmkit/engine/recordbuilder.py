@@ -13,6 +13,7 @@ from ..record.events import (
     ReducerStarted,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     ToolCallFinished,
     WorkerFinished,
 )
@@ -72,6 +73,8 @@ class RunRecordBuilder:
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case BatchSubmitted():
                 run.batches.append(event.batch)
+            case ScoreRecorded():
+                run.scores = (*run.scores, event.score)  # in the order they were scored
             case RunFinished():
                 run.status, run.answer, run.error = event.status, event.answer, event.error
                 run.duration = event.duration
