@@ -192,6 +192,13 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config cli", switch="on"),
     _o("batch", "bool", "send the workers to the Batch API (half price for OpenAI's "
        "models, results within 24 h); no tools", on="magic config cli", switch="on"),
+    # scoring (swarmkit.engine.scoring, swarmkit.engine.judge)
+    _o("judge", "model", "model that scores the answer against the rubric, 0-10 (no judge "
+       "when unset; model= does not set it)", "NAME", on="magic config cli"),
+    _o("rubric", "text", "what the judge scores the answer against (default: correct, "
+       "complete and clear for the task)", "TEXT", on="magic config cli"),
+    _o("repeat", "int", "run each variant of a --compare this many times", "K",
+       on="magic config cli"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -219,6 +226,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("history", "bool", "keep the run in the history database", on="config cli"),
     _o("batch_poll", "number", "seconds between looks at a batch's status (--batch)", "S",
        on="config cli"),
+    _o("judge_base_url", "url", "OpenAI-compatible endpoint of the judge (default: "
+       "base_url's)", "URL", on="config cli"),
+    _o("judge_api_key_env", "names", "environment variable(s) holding the judge's key "
+       "(default: api_key_env's)", "VAR", on="config cli"),
     _o("mcp_tools", "names", "only these MCP tools (NAME__tool, comma-separated) of the "
        "servers they name; a server not named offers all its tools", "A,B", on="config"),
     _o("mcp_exclude_tools", "names", "MCP tools (NAME__tool, comma-separated) never offered",
