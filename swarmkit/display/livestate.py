@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..config.automodel import auto_notice
+from ..config.automodel import auto_notice, judge_notice
 from ..record.events import (
     BatchUpdated,
     BudgetUpdated,
@@ -151,6 +151,7 @@ class LiveState(_Spent):
         # "auto" fell back to the embedded model: the one line that says so (RunStarted's
         # config says which roles), or None.
         self.auto_notice: str | None = None
+        self.judge_notice: str | None = None  # the judge is the embedded model
         self.resumed_from = config.resume
         # --batch: each batch's last reported status and counts, by batch id.
         self.batches: dict[str, BatchUpdated] = {}
@@ -204,6 +205,7 @@ class LiveState(_Spent):
                 self.models = {role: str(event.config.get(role, {}).get("model", model))
                                for role, model in self.models.items()}
                 self.auto_notice = auto_notice(event.config)
+                self.judge_notice = judge_notice(event.config)
                 self.max_tokens = {role: max_tokens_of(event.config, role) or limit
                                    for role, limit in self.max_tokens.items()}
             case PlanReady():

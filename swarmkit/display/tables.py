@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..config.automodel import auto_notice
+from ..config.automodel import auto_notice, judge_notice
 from ..config.outputschema import schema_fields
 from ..credentials.scrub import one_line
 from ..record.rows import worker_of_step
@@ -184,9 +184,10 @@ class RunTables(Rendered):
         return render_table(self.role_rows(), self.role_headers, fmt)
 
     def notices(self) -> list[str]:
-        """Lines under the totals: ``auto`` fell back to the embedded model (why, which)."""
-        notice = auto_notice(self.run.config)
-        return [] if notice is None else [notice]
+        """Lines under the totals: ``auto`` fell back to the embedded model (why, which),
+        the judge is the embedded model (a weak judge)."""
+        found = (auto_notice(self.run.config), judge_notice(self.run.config))
+        return [notice for notice in found if notice is not None]
 
     def answer_warning(self) -> str | None:
         """The line above an answer cut at max tokens (or merged from cut parts)."""
