@@ -65,7 +65,8 @@ class ComparisonRunner:
         replays = _one_per_variant(common.pop("replay", None), len(found))
         env = os.environ if env is None else env
         base = SwarmConfig.from_options(config, env=env, **{
-            k: v for k, v in common.items() if k not in ("tools", "mcp_servers", "plan_from")})
+            k: v for k, v in common.items()
+            if k not in ("tools", "mcp_servers", "plan_from", "checks")})
         budget = Budget(base.budget_usd, base.budget_tokens)
         shared = SharedCalls()
         engines: list[Engine] = []

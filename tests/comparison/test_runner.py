@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit import Check
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
 
@@ -148,3 +149,17 @@ def test_bad_variants_are_refused_before_any_request(
         assert server.count() == 0
     assert says in str(caught.value)
     assert len(str(caught.value).splitlines()) == 1
+
+
+def test_every_variant_is_scored_and_an_identical_judge_call_is_sent_once() -> None:
+    with FakeServer(plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise the report",
+            variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+            checks=[Check.contains("merging")], **options(server, judge="gpt-4.1-mini"))
+        counts = server.counts_by_step()
+    # Both reducers answer the same text, so both judges ask the same: sent once.
+    assert counts["judge-0"] == 1
+    for run in comparison.runs:
+        assert [(s.name, s.score) for s in run.scores] == [("contains('merging')", 1.0),
+                                                           ("judge", 0.8)]
