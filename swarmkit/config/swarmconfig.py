@@ -179,6 +179,21 @@ class SwarmConfig:
             return self.judge_role
         return getattr(self, role)  # type: ignore[no-any-return]
 
+    def for_repeat(self, index: int) -> SwarmConfig:
+        """The config of repeat ``index`` (0 to ``repeat`` - 1) of a comparison's variant:
+        repeat 0 is this config itself (so ``repeat=1`` changes nothing), and repeat i
+        gives every role the seed ``seed + i`` (``i`` when unset). The seed is part of a
+        request's fingerprint, so the repeats are distinct calls, and a re-run of the same
+        repeats asks the same requests, which the cache then serves."""
+        if not 0 <= index < self.repeat:
+            raise ConfigError(f"repeat {index} is not one of this config's {self.repeat} "
+                              f"repeats; give 0 to {self.repeat - 1}")
+        if index == 0:
+            return self
+        seeded = {role: replace(self.role(role), seed=(self.role(role).seed or 0) + index)
+                  for role in ROLES}
+        return replace(self, **seeded)
+
     @property
     def judge_role(self) -> RoleConfig:
         """How the judge talks to its model; a ConfigError when no judge is set."""

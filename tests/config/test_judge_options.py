@@ -1,7 +1,8 @@
 """The scoring options: ``judge``, ``rubric``, ``judge_base_url``, ``judge_api_key_env``
 and ``repeat``, one row each in the option table, on every surface the row names; the
-judge a role of its own that ``model=`` never turns on, and a config summary with no
-trace of them when they are unset (so an unscored run's files read as before)."""
+judge a role of its own that ``model=`` never turns on; a config summary with no trace
+of them when they are unset (so an unscored run's files read as before); and each
+repeat's own seed (``SwarmConfig.for_repeat``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from swarmkit.cli.command import _parser, _run_options
 from swarmkit.config.options import config_keys, markdown_table, option_named
 from swarmkit.config.swarmconfig import JUDGE_MAX_TOKENS, SwarmConfig
+from swarmkit.engine.budgetedcalls import build_request
 from swarmkit.errors import ConfigError
 from swarmkit.magics.flags import parse_line
 
@@ -82,3 +84,23 @@ def test_the_options_are_keys_flags_and_readme_rows() -> None:
     options = _run_options(cli)
     assert (options["judge"], options["judge_base_url"], options["judge_api_key_env"]) == (
         "gpt-4.1", "http://127.0.0.1:10/v1", "K")
+
+
+def test_each_repeat_has_its_own_seed_and_repeat_zero_is_the_config_itself() -> None:
+    config = SwarmConfig().with_options(model="m", repeat=3, worker_seed=40)
+    assert config.for_repeat(0) is config
+    second, third = config.for_repeat(1), config.for_repeat(2)
+    assert (second.worker.seed, second.planner.seed, second.reducer.seed) == (41, 1, 1)
+    assert (third.worker.seed, third.planner.seed) == (42, 2)
+    assert second.worker.model == "m" and second.repeat == 3
+    with pytest.raises(ConfigError, match="give 0 to 2"):
+        config.for_repeat(3)
+
+
+def test_a_repeat_is_a_distinct_request_and_the_same_repeat_the_same() -> None:
+    config = SwarmConfig().with_options(model="m", repeat=2)
+    messages = [{"role": "user", "content": "hi"}]
+    first = build_request(config.for_repeat(0), "worker", messages).fingerprint()
+    second = build_request(config.for_repeat(1), "worker", messages).fingerprint()
+    again = build_request(config.for_repeat(1), "worker", messages).fingerprint()
+    assert first != second == again
