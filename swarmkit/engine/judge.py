@@ -7,9 +7,10 @@ cached, recorded in the cassette and replayed offline. It asks for JSON
 (``engine.ladder``, remembered apart as purpose ``judge``) and records score / 10.
 Its CallRecord keeps the prompt and the reply, so the drill-down shows both.
 
-A judge never fails the run: a reply with no score, a refused or failed call, or a call
-the budget cannot fit is a judge ScoreRecord with its error and no score (unknown is not
-0), and the run keeps its answer. Only a replay miss stops the run, as for any step.
+A judge never fails the run: a reply with no score, a refused or failed call (no key for
+it included), or a call the budget cannot fit is a judge ScoreRecord with its error and
+no score (unknown is not 0), and the run keeps its answer. Only a replay miss stops the
+run, as for any step.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from ..errors import BudgetExceeded, ProviderError, ResponseFormatUnsupported
+from ..errors import BudgetExceeded, ConfigError, ProviderError, ResponseFormatUnsupported
 from ..record.modelcall import ChatRequest
 from ..record.rows import ScoreRecord
 from .context import StepContext
@@ -130,7 +131,7 @@ async def _judge_one(context: StepContext, step: str, messages: list[dict[str, A
         except ResponseFormatUnsupported as exc:
             refused, error = True, f"ResponseFormatUnsupported: {exc}"
             continue
-        except (BudgetExceeded, ProviderError) as exc:
+        except (BudgetExceeded, ConfigError, ProviderError) as exc:  # e.g. no key for it
             return ScoreRecord(JUDGE_NAME, None, None, "judge",
                                error=_line(f"{type(exc).__name__}: {exc}"), step=step)
         try:

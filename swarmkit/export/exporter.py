@@ -138,7 +138,7 @@ def key_values(configs: list[Mapping[str, Any]], env: Mapping[str, str]) -> dict
     """``{variable: value}`` for every key variable the run configs name and env sets."""
     names = {DEFAULT_KEY_ENV}
     for config in configs:
-        for role in ROLES:
+        for role in (*ROLES, "judge"):  # the judge's is in a config only when it was set
             value = (config.get(role) or {}).get("api_key_env") or ()
             names.update([value] if isinstance(value, str) else value)
     found = {}
