@@ -229,7 +229,7 @@ class RecordedConfig(TypedDict, total=False):
     reducer: RecordedRole
     # Only when a judge was set (SwarmConfig.summary leaves them out otherwise).
     judge: RecordedRole
-    rubric: str
+    rubric: str | None
     repeat: Count
     max_workers: Count
     concurrency: Count

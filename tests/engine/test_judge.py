@@ -89,9 +89,13 @@ def test_the_judge_scores_the_answer_and_its_call_keeps_prompt_and_reply() -> No
 
 def test_without_a_rubric_the_default_one_is_asked() -> None:
     with FakeServer(Script()) as server:
-        swarmkit.run_sync("What is the capital of France?", **options(server))
+        run = swarmkit.run_sync("What is the capital of France?", **options(server))
         (request,) = [r for r in server.requests if r.step == "judge-0"]
     assert DEFAULT_RUBRIC in request.body["messages"][-1]["content"]
+    # The run reads back from its JSON and the history, its unset rubric and all.
+    assert run.config["rubric"] is None
+    assert RunRecord.from_json(run.to_json()).scores == run.scores
+    assert swarmkit.load_run(run.run_id).config["judge"]["model"] == "judge-model"
 
 
 def test_the_judge_is_a_row_of_the_spend_by_role_table_and_of_the_runs_cost() -> None:
