@@ -54,9 +54,11 @@ SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
 # field: a keyword of create_engine), "tasks" sub-tasks from the notebook (a list, a
 # Series or a DataFrame: the magic looks its name up), "run" an earlier run (a Run in
 # the notebook, or a run id in the history: a keyword of create_engine), "schema" a
-# pydantic model class or JSON schema (a namespace name on the magic line).
+# pydantic model class or JSON schema (a namespace name on the magic line), "checks"
+# functions or swarmkit.Check values from the notebook (not a config field: a keyword of
+# create_engine, like tools).
 Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
-               "steps", "prices", "tools", "tasks", "run", "schema"]
+               "steps", "prices", "tools", "tasks", "run", "schema", "checks"]
 ROLE_NAMES = ("planner", "worker", "reducer")
 # ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
 UNSET_VALUES = ("", "none", "default")
@@ -199,6 +201,8 @@ OPTIONS: tuple[Option, ...] = (
        "complete and clear for the task)", "TEXT", on="magic config cli"),
     _o("repeat", "int", "run each variant of a --compare this many times", "K",
        on="magic config cli"),
+    _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
+       "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -244,10 +248,10 @@ OPTIONS: tuple[Option, ...] = (
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
 # Rows that are no SwarmConfig field: keywords read before the config is built (tools,
-# plan_from and the MCP tool lists by create_engine, task_template with tasks by
+# checks, plan_from and the MCP tool lists by create_engine, task_template with tasks by
 # SwarmConfig.with_options).
 NOT_FIELDS: frozenset[str] = frozenset({"tools", "plan_from", "task_template", "mcp_tools",
-                                        "mcp_exclude_tools"})
+                                        "mcp_exclude_tools", "checks"})
 # NOT_FIELDS that are %swarm config keys: SwarmConfig.with_options checks and skips them,
 # and the magic hands them to the tool loop with the session's MCP servers.
 TOOL_CHOICE_KEYS: tuple[str, ...] = ("mcp_tools", "mcp_exclude_tools")

@@ -1,0 +1,59 @@
+"""``%%swarm --check NAME --judge MODEL --rubric TEXT`` in a real IPython shell against
+FakeServer: the checks are the notebook's functions and ``swarmkit.Check`` values, the
+judge's score lands beside theirs, and a name that is no check is one line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from swarmkit import Check
+from swarmkit.testing import FakeServer, swarm_shell
+
+KEY_ENV = "SWARMKIT_TEST_KEY"
+
+
+@pytest.fixture
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.setenv(KEY_ENV, "sk-test-magic-scores-0000")
+    monkeypatch.setenv("SWARMKIT_HISTORY", str(tmp_path / "history.db"))
+    ip = swarm_shell()
+    yield ip
+    for name in ("r", "short", "merged", "text"):
+        ip.user_ns.pop(name, None)
+
+
+def test_check_flags_take_the_notebooks_checks_and_the_judge_scores_too(
+        shell: InteractiveShell) -> None:
+    def short(answer: str) -> bool:
+        return len(answer) < 200
+
+    shell.user_ns.update(short=short, merged=Check.contains("merging"))
+    with FakeServer() as server:
+        shell.run_cell_magic(
+            "swarm", f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env "
+                     f"{KEY_ENV} --workers 2 --quiet --out r --check short,merged "
+                     "--judge judge-model --rubric 'Is it merged?'", "Summarise the report")
+        (judged,) = [r for r in server.requests if r.step == "judge-0"]
+    run = shell.user_ns["r"]
+    assert [(s.name, s.score) for s in run.scores] == [
+        ("short", 1.0), ("contains('merging')", 1.0), ("judge", 0.8)]
+    assert judged.body["model"] == "judge-model"
+    assert "Is it merged?" in judged.body["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("names", "message"), [
+    ("nothing_here", "--check nothing_here: no such name in the notebook"),
+    ("text", "--check text: a str in the notebook"),
+    ("",  "--check needs names"),
+])
+def test_a_name_that_is_no_check_is_one_line(shell: InteractiveShell, names: str,
+                                            message: str) -> None:
+    shell.user_ns["text"] = "not a check"
+    with pytest.raises(UsageError, match=message) as caught:
+        shell.run_cell_magic("swarm", f"--model gpt-4.1-mini --check '{names}'", "a task")
+    assert "\n" not in str(caught.value)
