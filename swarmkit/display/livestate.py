@@ -32,11 +32,18 @@ from ..record.events import (
     ReducerStarted,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     ToolCallFinished,
     WorkerFinished,
     WorkerStarted,
 )
-from ..record.rows import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
+from ..record.rows import (
+    ScoreRecord,
+    ToolCallRecord,
+    WorkerRecord,
+    reducer_part_of_step,
+    worker_of_step,
+)
 from ..record.usage import Usage
 from .truncation import max_tokens_of
 
@@ -175,6 +182,8 @@ class LiveState(_Spent):
         self.reducer_parts = 0
         self.parts_merged: dict[int, int] = {}
         self.parts_running: set[str] = set()
+        # The checks' and the judge's scores, as they land (after the reducer).
+        self.scores: list[ScoreRecord] = []
         self.dirty: set[str] = set(SECTIONS)
 
     # -- folding events (O(1) each) ----------------------------------------------------
@@ -263,6 +272,9 @@ class LiveState(_Spent):
                     self.reducer_text, self.reducer_attempt = [], event.attempt
                 self.reducer_text.append(event.text)
                 self.dirty.add("reducer")
+            case ScoreRecorded():
+                self.scores.append(event.score)
+                self.dirty.add("header")
             case RunFinished():
                 self.phase = _FINAL_STATUS.get(event.status, event.status)
                 self.error = event.error
