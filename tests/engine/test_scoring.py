@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -215,3 +216,18 @@ def test_a_failed_run_is_not_scored() -> None:
                                 checks=[Check.contains("Paris")], **options(server))
     assert run.status == "failed" and run.scores == ()
     assert "scores" not in run.to_dict()
+
+
+def test_a_replay_scores_exactly_as_the_recording_did(tmp_path: Path) -> None:
+    cassette = tmp_path / "scored.swarm.json"
+    checks = [Check.max_latency(30), Check.max_cost("0.5"), Check.contains("Paris")]
+    with FakeServer(script(), latency=0.01) as server:
+        recorded = swarmkit.run_sync("What is the capital of France?", checks=checks,
+                                     record=str(cassette), **options(server, prices=[
+                                         ("gpt-4.1-mini", "0.4", "1.6")]))
+    # No server: the figures a check reads (latency, cost) come from the recording.
+    replayed = swarmkit.run_sync("What is the capital of France?", checks=checks,
+                                 replay=str(cassette), model="gpt-4.1-mini",
+                                 api_key_env=KEY_ENV, prices=[("gpt-4.1-mini", "0.4", "1.6")])
+    assert [s.score for s in recorded.scores] == [1.0, 1.0, 1.0]
+    assert replayed.scores == recorded.scores  # the reasons' seconds and dollars too
