@@ -203,7 +203,8 @@ async def run(
     ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
     ``replay="run.swarm.json"`` replays one with no network at all.
     ``resume=RUN`` continues an earlier run; its task is the stored one (``task`` may be
-    left out, and another task is refused).
+    left out, and another task is refused). ``checks=[...]`` (``swarmkit.Check``s or
+    functions) and ``judge=MODEL`` (with ``rubric=``) score the answer: ``Run.scores``.
     """
     if not task.strip() and options.get("resume") is None:
         raise ConfigError("run: the task is empty; give one (or resume=RUN to continue "
