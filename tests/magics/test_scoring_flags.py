@@ -57,3 +57,25 @@ def test_a_name_that_is_no_check_is_one_line(shell: InteractiveShell, names: str
     with pytest.raises(UsageError, match=message) as caught:
         shell.run_cell_magic("swarm", f"--model gpt-4.1-mini --check '{names}'", "a task")
     assert "\n" not in str(caught.value)
+
+
+def test_a_judged_replay_cell_is_judged_live_too_under_swarmkit_live(
+        shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cassette = tmp_path / "judged.swarm.json"
+    with FakeServer() as server:
+        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
+                "--workers 2 --quiet --no-cache --out r")
+        shell.run_cell_magic("swarm", f"{line} --judge judge-model --rubric 'Merged?' "
+                                      f"--record {cassette}", "Summarise the report")
+        recorded = shell.user_ns["r"]
+        # The replay cell names no judge: the recording's is asked again, from the file.
+        shell.run_cell_magic("swarm", f"{line} --replay {cassette}", "Summarise the report")
+        assert shell.user_ns["r"].scores == recorded.scores
+        assert server.count("judge-*") == 1
+        monkeypatch.setenv("SWARMKIT_LIVE", "1")
+        shell.run_cell_magic("swarm", f"{line} --replay {cassette}", "Summarise the report")
+        (live_judge,) = [r for r in server.requests if r.step == "judge-0"][1:]
+    live = shell.user_ns["r"]
+    assert live.run_id != recorded.run_id and live.scores[0].score == 0.8
+    assert live_judge.body["model"] == "judge-model"
+    assert "Merged?" in live_judge.body["messages"][-1]["content"]
