@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,18 +19,11 @@ from swarmkit.record.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, run_problems
 from tests.support.batches import killed_after_submitting
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
 
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-batch-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "history": False, "batch": True, "batch_poll": 0.02, **extra}
+options = partial(run_options, history=False, batch=True, batch_poll=0.02)
 
 
 class Events:
@@ -178,7 +171,8 @@ def test_a_batch_run_killed_after_submitting_resumes_in_another_process(
     with FakeServer(plan_tasks=4) as server:
         child = options(server, history=True, history_path=str(history), batch_poll=60)
         run_id = killed_after_submitting(server.batches, task, child,
-                                         (KEY_ENV, "sk-test-batch-0000"))
+                                         (KEY_ENV, FAKE_KEY))
+
         with History(history) as stored:
             dead = stored.load_run(run_id)
         assert dead.status == "running" and not dead.workers
