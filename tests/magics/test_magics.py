@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from swarmkit.config.template import interpolate
 from swarmkit.magics import SwarmHandle, SwarmMagics
 from swarmkit.magics.dryrun import DryRun
 from swarmkit.testing import FakeServer, swarm_shell, wait_until
+from tests.support.fakekey import swarm_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,9 +70,8 @@ def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
     instance.background = {}
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--workers 3 {extra}").strip()
+line_for = partial(swarm_line, flags="--workers 3")
+
 
 
 def planner_prompt(server: FakeServer) -> str:
