@@ -6,9 +6,7 @@ attempts of a step; a permanent one fails every attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -17,8 +15,7 @@ from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import LiveState
 from swarmkit.record.events import CallRetried, Event, ReducerDelta
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
-
-Options = Callable[..., dict[str, Any]]
+from tests.support.fakekey import KEY_ENV, Options
 
 CALL_TIMEOUT = 0.5
 STALL = 2.0  # well past CALL_TIMEOUT; the server drops the stalled answer when we hang up
@@ -210,7 +207,7 @@ def test_short_placeholder_key_does_not_mangle_error_messages(
     options: Options, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Local servers take any key ("x", "ollama"); such a value is not scrubbed as a secret."""
-    monkeypatch.setenv("SWARMKIT_RELIABILITY_KEY", "e")
+    monkeypatch.setenv(KEY_ENV, "e")
     rule = FaultRule(Fault.stream_cut(), step="worker-1", attempts=None)
     with FakeServer(plan_tasks=2, faults=[rule]) as server:
         run = _run(server, options, max_attempts=1)
