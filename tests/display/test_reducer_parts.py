@@ -16,17 +16,10 @@ from swarmkit.display.timeline import MAX_PART_LANES, timeline_svg
 from swarmkit.record.events import CallFinished, Event, ReducerStarted
 from swarmkit.record.rows import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from tests.support.events import Events
 from tests.support.fakekey import run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def handler(request: FakeRequest) -> FakeReply | None:

@@ -23,6 +23,7 @@ from swarmkit.record.rows import CallRecord
 from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from swarmkit.testing.synthetic import synthetic_run
+from tests.support.events import Events
 from tests.support.fakekey import run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -32,14 +33,6 @@ ANSWER_CUT = ("⚠ the answer was cut at max tokens (300); raise reducer_max_tok
               "(e.g. %swarm config reducer_max_tokens=600) or --max-tokens")
 WORKER_CUT = ("cut at max tokens (120); raise worker_max_tokens "
               "(e.g. %swarm config worker_max_tokens=240) or --max-tokens")
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def cut_worker_and_reducer(request: FakeRequest) -> FakeReply | None:
@@ -52,7 +45,6 @@ def cut_worker_and_reducer(request: FakeRequest) -> FakeReply | None:
 
 
 options = partial(run_options, history=False, worker_max_tokens=120, reducer_max_tokens=300)
-
 
 
 def cut_run(**extra: Any) -> tuple[Run, FakeServer, list[Event]]:

@@ -19,19 +19,12 @@ from swarmkit.record.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, run_problems
 from tests.support.batches import killed_after_submitting
+from tests.support.events import Events
 from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 
 options = partial(run_options, history=False, batch=True, batch_poll=0.02)
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def test_every_worker_is_one_batch_line_and_costs_half_the_live_price() -> None:

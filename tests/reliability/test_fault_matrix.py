@@ -13,8 +13,9 @@ import pytest
 import swarmkit
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import LiveState
-from swarmkit.record.events import CallRetried, Event, ReducerDelta
+from swarmkit.record.events import CallRetried, ReducerDelta
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
+from tests.support.events import Events
 from tests.support.fakekey import KEY_ENV, Options
 
 CALL_TIMEOUT = 0.5
@@ -40,19 +41,6 @@ CASES = {
     "malformed": Case(Fault.malformed(), "malformed response", None),
     "cut-body": Case(Fault.stream_cut(), "127.0.0.1", None),
 }
-
-
-class Events:
-    """A sink that keeps every event, to check what the engine announced."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 def _run(server: FakeServer, options: Options, sink: Events | None = None, **extra: object):
