@@ -4,7 +4,6 @@ side by side, shared calls made once, a dry run per variant, the refusals, an in
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from swarmkit.magics.dryrun import CompareDryRun
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, wait_until
 from tests.support.fakekey import KEY_ENV, swarm_line
+from tests.support.interrupts import sigint_when
 from tests.support.kernel import KernelSession, kernel_env
 
 NAMES = ("_swarm", "c", "d", "brief", "thorough")
@@ -248,15 +248,9 @@ def test_interrupt_cancels_every_variant_and_keeps_what_finished(
     """A real SIGINT lands in the waiting cell, as a kernel interrupt does."""
 
     server.handler = slow_second_half
-    main = threading.get_ident()
-
-    def interrupt_once_every_variant_is_slow() -> None:
-        # Sub-tasks 1 and 2 finished in both variants (--concurrency 2 started 3 and 4).
-        if wait_until(lambda: sum(1 for r in server.requests if slow(r)) >= 4):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    trigger = threading.Thread(target=interrupt_once_every_variant_is_slow)
-    trigger.start()
+    # Once every variant is slow: sub-tasks 1 and 2 finished in both variants
+    # (--concurrency 2 started 3 and 4).
+    trigger = sigint_when(lambda: sum(1 for r in server.requests if slow(r)) >= 4)
     with capture_output() as captured:
         shell.run_cell_magic("swarm", swarm_line(
             server, "--concurrency 2 --compare worker_model=gpt-4.1-mini,gpt-4.1"),

@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from swarmkit.magics import SwarmMagics
+from swarmkit.magics import SwarmMagics, swarm_magics
 from swarmkit.testing import FakeServer, swarm_shell
 from tests.support.fakekey import QUICK_RETRIES, Options, run_options
 
@@ -35,7 +35,7 @@ def shell() -> InteractiveShell:
 @pytest.fixture
 def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
     """The shell's swarm magics, with no session defaults before or after the test."""
-    instance = shell.magics_manager.registry["SwarmMagics"]
+    instance = swarm_magics(shell)
     assert isinstance(instance, SwarmMagics)
     instance.session_options = {}
     yield instance
