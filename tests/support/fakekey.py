@@ -7,7 +7,7 @@ Why one place: such a run needs a model, the server's URL and a key variable nam
 usually set: the client sends its value, the FakeServer takes any). Each test module used
 to write that out again, with its own variable name, its own value and its own
 ``options``/``line_for``; a change to how a test run is pointed at its server (or a new
-option every test wants) was a change in a dozen files.
+option every test wants) was a change in some thirty files.
 
 Contract:
 
@@ -17,13 +17,16 @@ Contract:
   test may assert that it appears in no output, file or span.
 - The ``fake_key`` fixture sets ``$KEY_ENV`` to ``FAKE_KEY`` for one test, undone after
   it, and returns the value. A module takes it for all of its tests with
-  ``pytestmark = pytest.mark.usefixtures("fake_key")``. It is not autouse: a test that
-  needs the variable unset (what a missing key says, what ``auto`` chooses without one)
-  gets the environment as the root conftest leaves it.
+  ``pytestmark = pytest.mark.usefixtures("fake_key")``, a directory with an autouse
+  fixture that asks for it (``tests/reliability/conftest.py``). It is not autouse here: a
+  test that needs the variable unset (what a missing key says, what ``auto`` chooses
+  without one) gets the environment as the root conftest leaves it.
 - ``run_options(server, **extra)`` are ``swarmkit.run_sync``'s keyword arguments for a run
   against ``server`` (a FakeServer or a base URL; None for no URL and no key variable):
-  ``model``, ``base_url`` and ``api_key_env``, with ``extra`` on top (it may override
-  them). ``swarm_line(server, extra, flags=...)`` is the same as a ``%%swarm`` line (or a
+  ``model`` (``MODEL``), ``base_url`` and ``api_key_env``, with ``extra`` on top (it may
+  override them); ``Options`` is its type, for a fixture or parameter that hands such a
+  builder on. ``swarm_line(server, extra, flags=...)`` is the same as a ``%%swarm`` line (or a
+
   ``swarmkit run`` command line, once split), ``flags`` before ``extra``. Both name
   ``KEY_ENV`` unless given ``key_env=`` (another variable, or None for none): on loopback
   an unset variable gets swarmkit's placeholder key, so a magics test need not set it.
