@@ -74,3 +74,40 @@ def test_the_frame_has_one_row_per_score() -> None:
     assert list(frame.columns) == ["variant", "repeat", "check", "score", "reason"]
     assert frame.to_dict("records")[0] == {"variant": "short", "repeat": 0, "check": "judge",
                                            "score": 0.5, "reason": "terse"}
+
+
+def test_the_scores_block_marks_the_winner_in_text_and_html() -> None:
+    from swarmkit.comparison.scoreview import WINNER_RULE, ScoresView
+
+    view = ScoresView(summaries([*rows("judge", short=[0.6, 0.8, 0.7], long=[0.9, 1.0, 0.95]),
+                                 *rows("contains('Paris')", short=[1.0, 1.0, 0.0],
+                                       long=[1.0, 1.0, 1.0])], VARIANTS))
+    text = view.text()
+    lines = text.splitlines()
+    assert lines[0] == "scores" and lines[-1] == WINNER_RULE
+    judge_long = next(line for line in lines if "long" in line and "0.95" in line)
+    assert judge_long.split() == ["long", "0.95", "0.05", "0.90-1.00", "3", "winner"]
+    # contains('Paris'): short's one miss leaves the intervals overlapping: no winner.
+    paris = [line for line in lines if "0.67" in line or "1.00-1.00" in line]
+    assert paris and not any("winner" in line for line in paris)
+    page = view.html()
+    assert page.count('class="sk-winner"') == 1
+    assert '<span class="sk-winner-mark">winner</span>' in page
+    assert "contains(&#x27;Paris&#x27;)" in page  # names are escaped
+
+
+def test_one_repeat_shows_scores_without_spread_or_winner() -> None:
+    from swarmkit.comparison.scoreview import ScoresView
+
+    view = ScoresView(summaries(rows("judge", short=[0.2], long=[0.9]), VARIANTS))
+    header = view.text().splitlines()[1].split()
+    assert header == ["score", "variant", "mean", "range", "repeats"]
+    assert "winner" not in view.text().replace("no winner", "")
+    assert 'class="sk-winner"' not in view.html() and "sk-winner-mark\">" not in view.html()
+
+
+def test_a_score_not_taken_is_counted_in_its_own_column() -> None:
+    from swarmkit.comparison.scoreview import ScoresView
+
+    view = ScoresView(summaries(rows("judge", short=[1.0, None], long=[1.0, 1.0]), VARIANTS))
+    assert "not scored" in view.text().splitlines()[1]
