@@ -1,7 +1,11 @@
 """Test-wide isolation (no test writes a history database into the repository), the
 ``local`` tests skipped where the embedded model is not installed, and the
 ``llama_cpp_python`` tests where llama-cpp-python is not (CI runs them in a step of its
-own, ``.ci/run``'s llama_cpp_python_tests, since that package compiles for minutes)."""
+own, ``.ci/run``'s llama_cpp_python_tests, since that package compiles for minutes).
+
+The ``fake_key`` fixture and the FakeServer options every test directory uses come from
+the plugin ``tests.support.fakekey`` (loaded here, the suite's top conftest, which is the
+one place pytest takes ``pytest_plugins`` from)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.support.fakekey"]
 
 
 @pytest.fixture(autouse=True)

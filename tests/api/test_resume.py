@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -17,18 +18,41 @@ from typing import Any
 import pytest
 
 import swarmkit
+from swarmkit.api.result import Run
 from swarmkit.errors import ConfigError
 from swarmkit.store import History
 from swarmkit.testing import FakeServer
+from tests.support.fakekey import run_options, swarm_line
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS = 40
 
 
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    return tmp_path / "history.db"
+
+
 def options(server: FakeServer, history: Path, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "workers": WORKERS, "concurrency": 4, "history_path": str(history), **extra}
+    return run_options(server, **{"workers": WORKERS, "concurrency": 4,
+                                  "history_path": str(history), **extra})
+
+
+
+def child_env() -> dict[str, str]:
+    """This environment (the fake key with it) and the checkout on PYTHONPATH."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+def finished(server: FakeServer, history: Path, task: str) -> Run:
+    """A completed two-worker run of ``task``, kept in ``history``; the server's log is
+    cleared after it, so a test counts only what comes next."""
+    done = swarmkit.run_sync(task, **options(server, history, workers=2))
+    server.clear()
+    return done
 
 
 def killed_midway(server: FakeServer, history: Path, task: str) -> str:
@@ -38,9 +62,7 @@ def killed_midway(server: FakeServer, history: Path, task: str) -> str:
         import swarmkit
         swarmkit.run_sync({task!r}, **{options(server, history)!r})
     """)
-    env = {**os.environ, KEY_ENV: "sk-test-resume-0000",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    child = subprocess.Popen([sys.executable, "-c", script], env=env)
+    child = subprocess.Popen([sys.executable, "-c", script], env=child_env())
     try:
         deadline = time.monotonic() + 60
         while server.count("worker-*") < 12 + 4:  # 12 answered, 4 more in flight
@@ -57,11 +79,7 @@ def killed_midway(server: FakeServer, history: Path, task: str) -> str:
     return summary.run_id
 
 
-def test_a_killed_run_sync_resumes_with_only_the_missing_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
+def test_a_killed_run_sync_resumes_with_only_the_missing_calls(history: Path) -> None:
     task = "List forty rivers"
     with FakeServer(latency=0.05, plan_tasks=WORKERS) as server:
         run_id = killed_midway(server, history, task)
@@ -82,13 +100,10 @@ def test_a_killed_run_sync_resumes_with_only_the_missing_calls(
 
 
 def test_resume_with_another_task_refuses_naming_both_and_makes_no_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    history: Path,
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
     with FakeServer(plan_tasks=2) as server:
-        done = swarmkit.run_sync("Two rivers", **options(server, history, workers=2))
-        server.clear()
+        done = finished(server, history, "Two rivers")
         with pytest.raises(ConfigError) as caught:
             swarmkit.run_sync("Two lakes", resume=done.run_id,
                               **options(server, history, workers=2))
@@ -102,14 +117,9 @@ def test_resume_with_another_task_refuses_naming_both_and_makes_no_request(
         assert server.count() == 0 and again.answer == done.answer
 
 
-def test_resume_without_a_task_runs_the_stored_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
+def test_resume_without_a_task_runs_the_stored_one(history: Path) -> None:
     with FakeServer(plan_tasks=2) as server:
-        done = swarmkit.run_sync("Two rivers", **options(server, history, workers=2))
-        server.clear()
+        done = finished(server, history, "Two rivers")
         omitted = swarmkit.run_sync(resume=done.run_id, **options(server, history, workers=2))
         empty = swarmkit.run_sync("  ", resume=done.run_id, **options(server, history,
                                                                       workers=2))
@@ -141,10 +151,8 @@ def planned(server: FakeServer, history: Path, task: str) -> str:
 
 
 def test_a_dry_run_is_stored_as_planned_and_resume_refuses_it_with_no_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    history: Path,
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
     with FakeServer(plan_tasks=2) as server:
         run_id = planned(server, history, "Two rivers")
         assert server.counts_by_step() == {"planner": 1}
@@ -173,32 +181,25 @@ def test_a_dry_run_is_stored_as_planned_and_resume_refuses_it_with_no_request(
 # -- the terminal: swarmkit run TASK --resume RUN -------------------------------------------
 
 
-def swarmkit_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, KEY_ENV: "sk-test-resume-0000",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "swarmkit", *args], capture_output=True,
-                          text=True, timeout=120, env=env, check=False)
-
-
-def cli_options(server: FakeServer, history: Path) -> list[str]:
-    return ["--model", "gpt-4.1-mini", "--base-url", server.base_url, "--api-key-env",
-            KEY_ENV, "--workers", "2", "--history-path", str(history)]
+def cli_resume(server: FakeServer, history: Path, task: str, run_id: str,
+               *flags: str) -> subprocess.CompletedProcess[str]:
+    """``swarmkit run TASK --resume RUN`` against ``server``, in a child process; it made
+    no request (a refusal, or every call answered from the history)."""
+    command = [*shlex.split(swarm_line(server, "--workers 2")), "--history-path", str(history)]
+    done = subprocess.run(
+        [sys.executable, "-m", "swarmkit", "run", task, "--resume", run_id, *flags, *command],
+        capture_output=True, text=True, timeout=120, env=child_env(), check=False)
+    assert server.requests == []
+    return done
 
 
 def test_cli_resume_with_another_task_refuses_naming_both_and_makes_no_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    history: Path,
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
     with FakeServer(plan_tasks=2) as server:
-        done = swarmkit.run_sync("Slow task", **options(server, history, workers=2))
-        server.clear()
-        refused = swarmkit_cli("run", "Other task", "--resume", done.run_id,
-                               *cli_options(server, history))
-        assert server.requests == []
-        same = swarmkit_cli("run", "Slow task", "--resume", done.run_id, "--json",
-                            *cli_options(server, history))
-        assert server.requests == []  # every call was answered: all from the history
+        done = finished(server, history, "Slow task")
+        refused = cli_resume(server, history, "Other task", done.run_id)
+        same = cli_resume(server, history, "Slow task", done.run_id, "--json")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == (
         f'jswarm: ConfigError: resume: run {done.run_id} was for "Slow task", not '
@@ -210,17 +211,11 @@ def test_cli_resume_with_another_task_refuses_naming_both_and_makes_no_request(
         assert len(stored.recent(10)) == 2
 
 
-def test_cli_resume_of_a_dry_run_refuses_and_makes_no_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-resume-0000")
-    history = tmp_path / "history.db"
+def test_cli_resume_of_a_dry_run_refuses_and_makes_no_request(history: Path) -> None:
     with FakeServer(plan_tasks=2) as server:
         run_id = planned(server, history, "Slow task")
         server.clear()
-        refused = swarmkit_cli("run", "Slow task", "--resume", run_id,
-                               *cli_options(server, history))
-        assert server.requests == []
+        refused = cli_resume(server, history, "Slow task", run_id)
     assert refused.returncode == 2
     assert refused.stderr == (
         f"jswarm: ConfigError: resume: run {run_id} is a dry-run (planned, not run); to "

@@ -16,14 +16,20 @@ from pathlib import Path
 import pytest
 
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, wait_until
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, swarm_line
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment with the fake key set and the checkout on PYTHONPATH."""
+    return {**os.environ, KEY_ENV: FAKE_KEY, "PYTHONPATH": str(ROOT), **extra}
 
 
 def swarmkit_cli(
     *args: str, stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, CLI_TEST_KEY="sk-cli-test", PYTHONPATH=str(ROOT))
+    env = child_env()
     return subprocess.run(
         [sys.executable, "-m", "swarmkit", *args],
         capture_output=True, text=True, timeout=120, env=env, input=stdin, check=False,
@@ -31,9 +37,9 @@ def swarmkit_cli(
     )
 
 
-def common(server: FakeServer) -> list[str]:
-    return ["--model", "gpt-4.1-mini", "--base-url", server.base_url,
-            "--api-key-env", "CLI_TEST_KEY"]
+def common(server: FakeServer | str) -> list[str]:
+    """The model, ``server`` (or a base URL) and the key variable, as arguments."""
+    return swarm_line(server).split()
 
 
 def test_run_prints_the_worker_table_totals_and_answer() -> None:
@@ -81,11 +87,10 @@ def test_system_prompt_and_record_then_replay_offline(tmp_path: Path) -> None:
         base_url = server.base_url
     assert done.returncode == 0, done.stderr
     recorded = cassette.read_text(encoding="utf-8")
-    assert "Answer like a ship's captain." in recorded and "sk-cli-test" not in recorded
+    assert "Answer like a ship's captain." in recorded and FAKE_KEY not in recorded
     first = json.loads(done.stdout)
     # The server is gone: the replay answers from the cassette alone.
-    again = swarmkit_cli("run", "Name two harbours", "--model", "gpt-4.1-mini", "--base-url",
-                         base_url, "--api-key-env", "CLI_TEST_KEY", *options,
+    again = swarmkit_cli("run", "Name two harbours", *common(base_url), *options,
                          "--replay", str(cassette), "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["answer"] == first["answer"]
@@ -274,7 +279,7 @@ def test_history_show_resume_and_export_are_commands(tmp_path: Path) -> None:
         server.clear()
         # A stored endpoint and key variable are used only when named (as in %swarm resume).
         resumed = swarmkit_cli("resume", run_id[:6], "--base-url", server.base_url,
-                               "--api-key-env", "CLI_TEST_KEY", *history)
+                               "--api-key-env", KEY_ENV, *history)
         assert server.count() == 0  # every answer came from the history
         exported = swarmkit_cli("export", run_id, str(tmp_path / "lakes.ipynb"), *history)
         missing = swarmkit_cli("show", "fff000", *history)
@@ -295,8 +300,7 @@ def test_history_show_resume_and_export_are_commands(tmp_path: Path) -> None:
 
 
 def started(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
-    env = dict(os.environ, CLI_TEST_KEY="sk-cli-test", PYTHONPATH=str(ROOT),
-               PYTHONUNBUFFERED="1")
+    env = child_env(PYTHONUNBUFFERED="1")
     return subprocess.Popen([sys.executable, "-m", "swarmkit", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
 

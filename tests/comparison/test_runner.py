@@ -4,6 +4,7 @@ making every call two variants share once (counted at the FakeServer)."""
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pytest
@@ -12,18 +13,12 @@ import swarmkit
 from swarmkit import Check
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
+from tests.support.fakekey import QUICK_RETRIES, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
 
+options = partial(run_options, **QUICK_RETRIES, history=False)
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-compare-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "backoff_base": 0.001, "backoff_max": 0.05, "history": False, **extra}
 
 
 def by_model(request: FakeRequest) -> FakeReply | None:

@@ -18,15 +18,13 @@ from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import LiveState
 from swarmkit.record.events import RunStarted
 from swarmkit.testing import FakeServer
+from tests.support.fakekey import KEY_ENV
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 NOTICE = (f"model: local (embedded {EMBEDDED_MODEL_NAME}; no OPENAI_API_KEY set, so auto "
           "chose it)")
 
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-models-0000")
 
 
 def test_the_spend_by_role_names_each_roles_model_in_text_and_html() -> None:

@@ -16,21 +16,10 @@ from swarmkit.display.timeline import MAX_PART_LANES, timeline_svg
 from swarmkit.record.events import CallFinished, Event, ReducerStarted
 from swarmkit.record.rows import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from tests.support.events import Events
+from tests.support.fakekey import run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
-
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-parts-0000")
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
+pytestmark = pytest.mark.usefixtures("fake_key")
 
 
 def handler(request: FakeRequest) -> FakeReply | None:
@@ -40,14 +29,14 @@ def handler(request: FakeRequest) -> FakeReply | None:
 
 
 def tree_run(workers: int, **extra: Any) -> tuple[Any, list[Event], SwarmConfig]:
-    options = {"model": "gpt-4.1-mini", "api_key_env": KEY_ENV, "history": False,
-               "reducer_max_input_tokens": 3000, **extra}
     sink = Events()
     with FakeServer(handler) as server:
-        run = swarmkit.run_sync("Summarise the rows", base_url=server.base_url,
+        options = run_options(server, history=False, reducer_max_input_tokens=3000, **extra)
+        run = swarmkit.run_sync("Summarise the rows",
                                 tasks=[f"row {i}" for i in range(1, workers + 1)],
                                 sinks=[sink], **options)
-        config = SwarmConfig.from_options(base_url=server.base_url, **options)
+        config = SwarmConfig.from_options(**options)
+
     return run, sink.events, config
 
 

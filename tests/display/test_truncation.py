@@ -6,6 +6,7 @@ it was served (streamed or not, from the cache, replayed from a cassette)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +23,16 @@ from swarmkit.record.rows import CallRecord
 from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from swarmkit.testing.synthetic import synthetic_run
+from tests.support.events import Events
+from tests.support.fakekey import run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 TASK = "Name three rivers"
 ANSWER_CUT = ("⚠ the answer was cut at max tokens (300); raise reducer_max_tokens "
               "(e.g. %swarm config reducer_max_tokens=600) or --max-tokens")
 WORKER_CUT = ("cut at max tokens (120); raise worker_max_tokens "
               "(e.g. %swarm config worker_max_tokens=240) or --max-tokens")
-
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-trunc-0000")
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def cut_worker_and_reducer(request: FakeRequest) -> FakeReply | None:
@@ -53,9 +44,7 @@ def cut_worker_and_reducer(request: FakeRequest) -> FakeReply | None:
     return None
 
 
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "history": False, "worker_max_tokens": 120, "reducer_max_tokens": 300, **extra}
+options = partial(run_options, history=False, worker_max_tokens=120, reducer_max_tokens=300)
 
 
 def cut_run(**extra: Any) -> tuple[Run, FakeServer, list[Event]]:

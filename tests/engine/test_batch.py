@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,26 +19,12 @@ from swarmkit.record.events import BatchSubmitted, BatchUpdated, Event
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, run_problems
 from tests.support.batches import killed_after_submitting
+from tests.support.events import Events
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
 
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-batch-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "history": False, "batch": True, "batch_poll": 0.02, **extra}
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
+options = partial(run_options, history=False, batch=True, batch_poll=0.02)
 
 
 def test_every_worker_is_one_batch_line_and_costs_half_the_live_price() -> None:
@@ -178,7 +164,8 @@ def test_a_batch_run_killed_after_submitting_resumes_in_another_process(
     with FakeServer(plan_tasks=4) as server:
         child = options(server, history=True, history_path=str(history), batch_poll=60)
         run_id = killed_after_submitting(server.batches, task, child,
-                                         (KEY_ENV, "sk-test-batch-0000"))
+                                         (KEY_ENV, FAKE_KEY))
+
         with History(history) as stored:
             dead = stored.load_run(run_id)
         assert dead.status == "running" and not dead.workers

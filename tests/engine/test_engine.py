@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from decimal import Decimal
-from typing import Any
+from functools import partial
 
 import pytest
 
@@ -20,25 +20,12 @@ from swarmkit.testing import (
     FaultRule,
     default_reply,
 )
+from tests.support.fakekey import QUICK_RETRIES, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
 
+options = partial(run_options, **QUICK_RETRIES)
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-engine-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "model": "gpt-4.1-mini",
-        "base_url": server.base_url,
-        "api_key_env": KEY_ENV,
-        "backoff_base": 0.001,
-        "backoff_max": 0.05,
-    }
-    base.update(extra)
-    return base
 
 
 def test_four_worker_swarm_plans_fans_out_and_reduces() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Any
+from functools import partial
 
 import pytest
 
@@ -14,18 +14,12 @@ import swarmkit
 from swarmkit.engine import gcpause
 from swarmkit.record.events import Event, WorkerStarted
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, run_problems
+from tests.support.fakekey import run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
 
+options = partial(run_options, history=False)
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-window-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "history": False, **extra}
 
 
 class TaskCounter:

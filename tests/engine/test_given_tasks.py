@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +19,14 @@ from swarmkit.config.tasks import MAX_GIVEN_TASKS, given_tasks
 from swarmkit.errors import ConfigError
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeServer, Fault, FaultRule
+from tests.support.fakekey import QUICK_RETRIES, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 ROOT = Path(__file__).resolve().parents[2]
 
+options = partial(run_options, **QUICK_RETRIES, history=False)
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-given-0000")
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "backoff_base": 0.001, "backoff_max": 0.05, "history": False, **extra}
 
 
 def test_given_tasks_are_the_plan_every_task_gets_a_worker_and_no_planner_is_asked() -> None:

@@ -10,6 +10,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +31,13 @@ from swarmkit.testing import (
     swarm_shell,
     wait_until,
 )
+from tests.support.fakekey import run_options, swarm_line
 from tests.support.kernel import KernelSession, kernel_env
+
+pytestmark = pytest.mark.usefixtures("fake_key")  # kernel_env passes it on to a kernel
 
 TIMEOUT = 60
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 
 
 def slow_after_two(plan_tasks: int, latency: float = 30.0):  # type: ignore[no-untyped-def]
@@ -53,13 +52,11 @@ def slow_after_two(plan_tasks: int, latency: float = 30.0):  # type: ignore[no-u
     return handler
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return f"--model gpt-4.1-mini --base-url {server.base_url} --no-cache {extra}"
+line_for = partial(swarm_line, flags="--no-cache")
 
 
 def config_for(server: FakeServer, **options: Any) -> SwarmConfig:
-    return SwarmConfig().with_options(model="gpt-4.1-mini", base_url=server.base_url,
-                                      cache=False, **options)
+    return SwarmConfig().with_options(**run_options(server, cache=False, **options))
 
 
 def reducer_prompt(server: FakeServer) -> str:
@@ -146,7 +143,7 @@ def test_the_dashboard_clock_ticks_without_events_and_rests_when_idle() -> None:
 
 @pytest.fixture
 def kernel(tmp_path: Path) -> Iterator[KernelSession]:
-    with KernelSession(env=kernel_env(tmp_path / "history.db", OPENAI_API_KEY="sk-test"),
+    with KernelSession(env=kernel_env(tmp_path / "history.db"),
                        cwd=tmp_path, timeout=TIMEOUT) as session:
         reply, printed = session.execute("%load_ext swarmkit")
         assert reply["status"] == "ok", printed
@@ -167,7 +164,7 @@ def test_a_saved_notebook_keeps_one_static_output_and_no_widget(tmp_path: Path) 
                                               "Name three rivers")]
         client = NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
                                 resources={"metadata": {"path": str(tmp_path)}})
-        client.execute(env=kernel_env(tmp_path / "history.db", OPENAI_API_KEY="sk-test"))
+        client.execute(env=kernel_env(tmp_path / "history.db"))
     (output,) = nb.cells[1].outputs  # the dashboard's display was replaced in place
     assert output["output_type"] == "display_data" and WIDGET_VIEW not in output["data"]
     assert "3 workers (3 completed)" in output["data"]["text/plain"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +22,18 @@ from swarmkit.provider.embedded import SLOT_CONTEXT
 from swarmkit.record.modelcall import ChatRequest, canonical_json
 from swarmkit.record.rows import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
+from tests.support.fakekey import QUICK_RETRIES, run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 LIMIT = 3000
 # JSON the SDK adds around the messages (model, max_tokens, stream): the body a server
 # measures may pass the prompt bound by this much, never more.
 BODY_FIELDS = 128
 FINAL = "FINAL ANSWER over "
 
+options = partial(run_options, **QUICK_RETRIES, history=False)
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-tree-0000")
-
-
-def options(server: FakeServer | None, **extra: Any) -> dict[str, Any]:
-    where = {} if server is None else {"base_url": server.base_url, "api_key_env": KEY_ENV}
-    return {"model": "gpt-4.1-mini", "backoff_base": 0.001, "backoff_max": 0.05,
-            "history": False, **where, **extra}
 
 
 def tasks(n: int) -> list[str]:

@@ -24,9 +24,7 @@ from swarmkit.record.events import CallFinished, CallStarted, Event, PlanReady, 
 from swarmkit.record.rows import WorkerRecord
 from swarmkit.store.callstore import CallStore
 from swarmkit.testing import FakeServer
-
-KEY_ENV = "SWARMKIT_TEST_KEY"
-KEY = "sk-test-steps-0000"
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, QUICK_RETRIES, run_options
 
 
 @pytest.fixture
@@ -36,16 +34,14 @@ def server() -> Iterator[FakeServer]:
 
 
 def config_for(server: FakeServer, **options: Any) -> SwarmConfig:
-    settings: dict[str, Any] = {
-        "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-        "backoff_base": 0.001, "backoff_max": 0.05,
-    }
-    return SwarmConfig.from_options(env={}, **{**settings, **options})
+    return SwarmConfig.from_options(env={}, **run_options(server, **{**QUICK_RETRIES,
+                                                                     **options}))
 
 
 def context_for(config: SwarmConfig, emit: Callable[[Event], None],
                 halt: Halt | None = None) -> StepContext:
-    store = CallStore(OpenAIProvider(config, env={KEY_ENV: KEY}))
+    store = CallStore(OpenAIProvider(config, env={KEY_ENV: FAKE_KEY}))
+
     clock = iter(range(1_000_000))
     return StepContext.create(config, store, run_id="steps-1", emit=emit,
                               now=lambda: float(next(clock)), halt=halt)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ from swarmkit.engine.ladder import forget_rungs
 from swarmkit.errors import ConfigError
 from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
+from tests.support.fakekey import QUICK_RETRIES, run_options, swarm_line
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+options = partial(run_options, **QUICK_RETRIES)
 
 
 class Verdict(pydantic.BaseModel):
@@ -36,16 +38,10 @@ VERDICT_DICT: dict[str, Any] = {
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(KEY_ENV, "sk-test-typed-0000")
+def _fresh(fake_key: str) -> Iterator[None]:
     forget_rungs()
     yield
     forget_rungs()
-
-
-def options(server: FakeServer, **extra: Any) -> dict[str, Any]:
-    return {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-            "backoff_base": 0.001, "backoff_max": 0.05, **extra}
 
 
 class Script:
@@ -186,8 +182,8 @@ def test_schema_flag_in_the_shell_shows_the_field_columns(tmp_path: Path) -> Non
     shell = swarm_shell()
     shell.user_ns["Verdict"] = Verdict
     with FakeServer(Script()) as server:
-        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
-                "--workers 4 --schema Verdict --quiet --out typed")
+        line = swarm_line(server, "--workers 4 --schema Verdict --quiet --out typed")
+
         with capture_output() as captured:
             shell.run_cell_magic("swarm", line, "rate things")
         with pytest.raises(UsageError, match="--schema Nope: no such name"):

@@ -27,7 +27,7 @@ from swarmkit.export.exporter import (
     export_run,
     find_recording,
 )
-from swarmkit.magics import SwarmMagics
+from swarmkit.magics import SwarmMagics, swarm_magics
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import tool
@@ -343,7 +343,7 @@ def shell() -> InteractiveShell:
 def test_swarm_export_writes_the_last_run_or_a_named_one(
     shell: InteractiveShell, server: FakeServer, tmp_path: Path
 ) -> None:
-    magics = shell.magics_manager.registry["SwarmMagics"]
+    magics = swarm_magics(shell)
     assert isinstance(magics, SwarmMagics)
     magics.last_run = None
     with pytest.raises(UsageError, match="no swarm has run in this session yet"):

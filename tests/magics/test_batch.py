@@ -14,22 +14,18 @@ from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
 from swarmkit.testing import FakeServer
 from tests.support.batches import killed_after_submitting
-
-KEY = ("FAKE_KEY", "sk-test-batch-magic-0000")
+from tests.support.fakekey import KEY_ENV, run_options, swarm_line
 
 
 def test_batch_flag_then_resume_of_a_dead_batch_run(
-    shell: InteractiveShell, magics: SwarmMagics, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    shell: InteractiveShell, magics: SwarmMagics, tmp_path: Path, fake_key: str
 ) -> None:
-    monkeypatch.setenv(*KEY)
     history = tmp_path / "history.db"
     shell.run_line_magic("swarm", f"config batch_poll=0.02 history_path={history}")
     with FakeServer(plan_tasks=3) as server:
-        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-                "--quiet --batch")
         with capture_output() as captured:
-            shell.run_cell_magic("swarm", line, "Name three rivers")
+            shell.run_cell_magic("swarm", swarm_line(server, "--quiet --batch"),
+                                 "Name three rivers")
         run = shell.user_ns["_swarm"]
         assert isinstance(run, Run) and run.status == "completed"
         assert run.config["batch"] is True and server.batches.created == 1
@@ -41,9 +37,9 @@ def test_batch_flag_then_resume_of_a_dead_batch_run(
             shell.run_line_magic("swarm", f"export {tmp_path / 'batch.ipynb'}")
         assert list(tmp_path.glob("batch*")) == []
 
-        dead = killed_after_submitting(server.batches, "Name three capes", {
-            "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY[0],
-            "batch": True, "batch_poll": 60, "history_path": str(history)}, KEY)
+        dead = killed_after_submitting(server.batches, "Name three capes", run_options(
+            server, batch=True, batch_poll=60, history_path=str(history)), (KEY_ENV, fake_key))
+
         with capture_output() as captured:
             shell.run_line_magic("swarm", f"resume {dead} --base-url {server.base_url}")
         resumed = shell.user_ns["_swarm"]

@@ -4,7 +4,6 @@ side by side, shared calls made once, a dry run per variant, the refusals, an in
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,8 @@ from swarmkit.magics.compare import ComparisonHandle
 from swarmkit.magics.dryrun import CompareDryRun
 from swarmkit.store import History
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, wait_until
+from tests.support.fakekey import KEY_ENV, swarm_line
+from tests.support.interrupts import sigint_when
 from tests.support.kernel import KernelSession, kernel_env
 
 NAMES = ("_swarm", "c", "d", "brief", "thorough")
@@ -51,11 +52,6 @@ def slow(request: Any) -> bool:
     return request.step in ("worker-3", "worker-4")
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"{extra}").strip()
-
-
 def by_model(request: FakeRequest) -> FakeReply | None:
     """Workers answer in their model's words, so the reducers' inputs differ by model."""
     if request.role == "worker":
@@ -75,7 +71,7 @@ def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
             return by_model(request)
 
         server.handler = handler
-        shell.run_cell_magic("swarm", line_for(server, f"{GRID} --out c"),
+        shell.run_cell_magic("swarm", swarm_line(server, f"{GRID} --out c"),
                              "Compare three databases for {{a team}}")
     counts = server.counts_by_step()
     # One planner for the four variants, one set of workers per worker model, a reducer
@@ -119,7 +115,7 @@ def test_a_2x2_grid_makes_each_shared_call_once_and_shows_one_side_by_side_view(
     # The cache is on in a notebook, as for a single run: the same cell again is free.
     before = server.count()
     with capture_output():
-        shell.run_cell_magic("swarm", line_for(server, GRID),
+        shell.run_cell_magic("swarm", swarm_line(server, GRID),
                              "Compare three databases for {{a team}}")
     assert server.count() == before
     again = shell.user_ns["_swarm"]
@@ -147,7 +143,7 @@ def test_the_notice_names_four_variants_then_counts_the_rest(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
     with capture_output() as captured:
-        shell.run_cell_magic("swarm", line_for(
+        shell.run_cell_magic("swarm", swarm_line(
             server, "--quiet --workers 2 --compare temperature=0,0.2,0.4,0.6,0.8"),
             "Name two seas")
     assert captured.stdout.startswith("comparing 5 variants: temperature=0; ")
@@ -160,7 +156,7 @@ def test_dry_run_compare_asks_each_distinct_planner_once_and_prices_every_varian
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
     with capture_output() as captured:
-        shell.run_cell_magic("swarm", line_for(server, f"--dry-run {GRID} --out d"),
+        shell.run_cell_magic("swarm", swarm_line(server, f"--dry-run {GRID} --out d"),
                              "Name four capitals")
     assert server.counts_by_step() == {"planner": 1}  # the same planner: asked once
     estimate = shell.user_ns["d"]
@@ -182,7 +178,7 @@ def test_dry_run_compare_asks_each_distinct_planner_once_and_prices_every_varian
 
     server.clear()
     with capture_output():
-        shell.run_cell_magic("swarm", line_for(
+        shell.run_cell_magic("swarm", swarm_line(
             server, "--dry-run --compare planner_model=gpt-4.1-mini,gpt-4.1"), "Name two ports")
     assert server.counts_by_step() == {"planner": 2}  # two planners: each asked
 
@@ -208,7 +204,7 @@ def test_refusals_are_one_line_usage_errors_before_any_request(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, extra: str, says: str
 ) -> None:
     with capture_output() as captured, pytest.raises(UsageError) as caught:
-        shell.run_cell_magic("swarm", line_for(server, extra), "Name two rivers")
+        shell.run_cell_magic("swarm", swarm_line(server, extra), "Name two rivers")
     message = str(caught.value)
     assert says in message and len(message.splitlines()) == 1, message
     assert message.startswith("%%swarm: ")
@@ -217,14 +213,13 @@ def test_refusals_are_one_line_usage_errors_before_any_request(
 
 
 def test_a_variant_whose_model_has_no_key_is_refused_before_any_request(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer,
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, fake_key: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("FAKE_KEY", "sk-test")
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     # No --base-url: a hosted model, so each variant's key is checked before any call.
-    line = ("--model gpt-4.1-mini --api-key-env FAKE_KEY "
-            "--compare api_key_env=FAKE_KEY,NO_SUCH_KEY_VAR")
+    line = (f"--model gpt-4.1-mini --api-key-env {KEY_ENV} "
+            f"--compare api_key_env={KEY_ENV},NO_SUCH_KEY_VAR")
     with pytest.raises(UsageError, match=r"^%%swarm: --compare variant "
                        r"api_key_env=NO_SUCH_KEY_VAR: no API key for the planner model"):
         shell.run_cell_magic("swarm", line, "Name a sea")
@@ -236,7 +231,7 @@ def test_record_set_for_the_session_is_refused_too(
 ) -> None:
     magics.session_options = {"record": "session.swarm.json"}
     with pytest.raises(UsageError, match=r"record set \(by %swarm config\); unset it"):
-        shell.run_cell_magic("swarm", line_for(server, "--compare model=a,b"), "Name a lake")
+        shell.run_cell_magic("swarm", swarm_line(server, "--compare model=a,b"), "Name a lake")
     assert server.count() == 0
 
 
@@ -253,17 +248,11 @@ def test_interrupt_cancels_every_variant_and_keeps_what_finished(
     """A real SIGINT lands in the waiting cell, as a kernel interrupt does."""
 
     server.handler = slow_second_half
-    main = threading.get_ident()
-
-    def interrupt_once_every_variant_is_slow() -> None:
-        # Sub-tasks 1 and 2 finished in both variants (--concurrency 2 started 3 and 4).
-        if wait_until(lambda: sum(1 for r in server.requests if slow(r)) >= 4):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    trigger = threading.Thread(target=interrupt_once_every_variant_is_slow)
-    trigger.start()
+    # Once every variant is slow: sub-tasks 1 and 2 finished in both variants
+    # (--concurrency 2 started 3 and 4).
+    trigger = sigint_when(lambda: sum(1 for r in server.requests if slow(r)) >= 4)
     with capture_output() as captured:
-        shell.run_cell_magic("swarm", line_for(
+        shell.run_cell_magic("swarm", swarm_line(
             server, "--concurrency 2 --compare worker_model=gpt-4.1-mini,gpt-4.1"),
             "Name four islands")
     trigger.join()
@@ -286,7 +275,7 @@ def test_background_compare_returns_a_handle_and_lands_in_swarm(
 ) -> None:
     server.latency = 0.05
     with capture_output() as captured:
-        handle = shell.run_cell_magic("swarm", line_for(
+        handle = shell.run_cell_magic("swarm", swarm_line(
             server, "--background --out c --compare reducer_prompt=@brief,@thorough"),
             "Name three deserts")
     assert isinstance(handle, ComparisonHandle) and shell.user_ns["_swarm_handle"] is handle
@@ -309,7 +298,7 @@ def test_cancel_and_stop_reach_every_variant_of_a_background_compare(
 ) -> None:
     server.handler = slow_second_half
     with capture_output():
-        handle = shell.run_cell_magic("swarm", line_for(
+        handle = shell.run_cell_magic("swarm", swarm_line(
             server, "--background --concurrency 2 --compare worker_model=gpt-4.1-mini,gpt-4.1"),
             "Name four forests")
     assert wait_until(lambda: sum(1 for r in server.requests if slow(r)) >= 4)

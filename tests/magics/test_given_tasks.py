@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from IPython.utils.capture import capture_output
 from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
 from swarmkit.testing import FakeServer
+from tests.support.fakekey import swarm_line
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("_swarm", "rows", "topics", "first", "numbers", "rivers")
@@ -32,9 +34,8 @@ def _forget_names(shell: InteractiveShell) -> Iterator[None]:
         shell.user_ns.pop(name, None)
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--quiet {extra}").strip()
+line_for = partial(swarm_line, flags="--quiet")
+
 
 
 def cell(shell: InteractiveShell, line: str, task: str = "Review the rows") -> tuple[Run, str]:

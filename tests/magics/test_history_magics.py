@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import socket
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,13 @@ from swarmkit.api.result import Run
 from swarmkit.display import RunDiff, RunListing
 from swarmkit.magics import SwarmMagics
 from swarmkit.testing import FakeRequest, FakeServer
+from tests.support.fakekey import swarm_line
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "Name three rivers"
 
+line_for = partial(swarm_line, flags="--workers 3")
 
-def line_for(base_url: str, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {base_url} --api-key-env FAKE_KEY "
-            f"--workers 3 {extra}").strip()
 
 
 def cell(shell: InteractiveShell, line: str, task: str = TASK) -> tuple[Run, list[Any]]:

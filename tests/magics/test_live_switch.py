@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from swarmkit.api.result import Run
 from swarmkit.magics import SwarmMagics
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from tests.support.fakekey import KEY_ENV, swarm_line
 from tests.support.notebooks import offline_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,18 +29,16 @@ NAMES = ("_swarm", "rivers", "stock")
 
 
 @pytest.fixture(autouse=True)
-def _clean(shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    # setenv first, so the test's own %env changes are undone after it.
+def _clean(shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch,
+           fake_key: str) -> Iterator[None]:
+    # setenv first (fake_key's too), so the test's own %env changes are undone after it.
     monkeypatch.setenv("SWARMKIT_LIVE", "0")
-    monkeypatch.setenv("FAKE_KEY", "test-key")
     yield
     for name in NAMES:
         shell.user_ns.pop(name, None)
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--workers 2 --no-cache --quiet {extra}").strip()
+line_for = partial(swarm_line, flags="--workers 2 --no-cache --quiet")
 
 
 def cell(shell: InteractiveShell, line: str, task: str = TASK) -> tuple[Run, str]:
@@ -80,50 +80,28 @@ def test_swarmkit_live_runs_a_replay_cell_live_against_the_server(
     assert said == ""
 
 
-def test_without_the_key_a_replay_cell_keeps_replaying_and_says_why(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    cassette = tmp_path / "rivers.swarm.json"
-    first = recorded(shell, server, cassette)
-    made = len(server.requests)
-    monkeypatch.delenv("FAKE_KEY")
-    monkeypatch.setenv("SWARMKIT_LIVE", "1")
-    replayed, said = cell(shell, line_for(server, f"--replay {cassette}"))
-    assert said.strip() == ("SWARMKIT_LIVE is set, but replaying rivers.swarm.json: "
-                            "gpt-4.1-mini needs FAKE_KEY")
-    assert len(server.requests) == made  # not one request went out
-    assert replayed.run_id == first.run_id
-
-
-def test_the_models_that_need_one_key_are_named_together(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    cassette = tmp_path / "tiers.swarm.json"
-    tiers = "--planner-model gpt-4.1 --reducer-model gpt-4.1"
-    recorded(shell, server, cassette, tiers)
-    monkeypatch.delenv("FAKE_KEY")
-    monkeypatch.setenv("SWARMKIT_LIVE", "on")
-    _, said = cell(shell, line_for(server, f"--replay {cassette} {tiers}"))
-    assert said.strip() == ("SWARMKIT_LIVE is set, but replaying tiers.swarm.json: "
-                            "gpt-4.1 and gpt-4.1-mini need FAKE_KEY")
-
-
-def test_a_local_role_always_can_run_live_and_a_hosted_one_is_named(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.parametrize(("live", "models", "needs"), [
+    ("1", "", "gpt-4.1-mini needs"),
+    # The models that need one key are named together.
+    ("on", "--planner-model gpt-4.1 --reducer-model gpt-4.1", "gpt-4.1 and gpt-4.1-mini need"),
     # Only the planner is hosted here, so only its model is named; the embedded
     # workers and reducer could run (the replay never starts them).
-    cassette = tmp_path / "mixed.swarm.json"
-    recorded(shell, server, cassette, "--worker-model local --reducer-model local")
-    monkeypatch.delenv("FAKE_KEY")
-    monkeypatch.setenv("SWARMKIT_LIVE", "yes")
-    _, said = cell(shell, line_for(
-        server, f"--replay {cassette} --worker-model local --reducer-model local"))
-    assert said.strip() == ("SWARMKIT_LIVE is set, but replaying mixed.swarm.json: "
-                            "gpt-4.1-mini needs FAKE_KEY")
+    ("yes", "--worker-model local --reducer-model local", "gpt-4.1-mini needs"),
+])
+def test_without_the_key_a_replay_cell_keeps_replaying_and_names_the_models_that_need_it(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, live: str, models: str, needs: str,
+) -> None:
+    cassette = tmp_path / "rivers.swarm.json"
+    first = recorded(shell, server, cassette, models)
+    made = len(server.requests)
+    monkeypatch.delenv(KEY_ENV)
+    monkeypatch.setenv("SWARMKIT_LIVE", live)
+    replayed, said = cell(shell, line_for(server, f"--replay {cassette} {models}"))
+    assert said.strip() == ("SWARMKIT_LIVE is set, but replaying rivers.swarm.json: "
+                            f"{needs} {KEY_ENV}")
+    assert len(server.requests) == made  # not one request went out
+    assert replayed.run_id == first.run_id
 
 
 def test_live_instead_of_replay_takes_the_given_tasks_from_the_cassette(

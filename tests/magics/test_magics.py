@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,11 @@ from IPython.utils.capture import capture_output
 
 from swarmkit.api.result import Run
 from swarmkit.config.template import interpolate
-from swarmkit.magics import SwarmHandle, SwarmMagics
+from swarmkit.magics import SwarmHandle, SwarmMagics, swarm_magics
 from swarmkit.magics.dryrun import DryRun
 from swarmkit.testing import FakeServer, swarm_shell, wait_until
+from tests.support.fakekey import swarm_line
+from tests.support.interrupts import sigint_when
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +56,7 @@ def server(module_server: FakeServer) -> Iterator[FakeServer]:
 
 @pytest.fixture
 def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
-    instance = shell.magics_manager.registry["SwarmMagics"]
+    instance = swarm_magics(shell)
     assert isinstance(instance, SwarmMagics)
     instance.session_options = {}
     instance.last_run = None
@@ -68,9 +69,8 @@ def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
     instance.background = {}
 
 
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--workers 3 {extra}").strip()
+line_for = partial(swarm_line, flags="--workers 3")
+
 
 
 def planner_prompt(server: FakeServer) -> str:
@@ -412,14 +412,7 @@ def test_interrupt_keeps_the_partial_run_and_the_shell_usable(
 ) -> None:
     """A real SIGINT lands in the waiting cell, as a kernel interrupt does."""
     server.latency = 0.3
-    main = threading.get_ident()
-
-    def interrupt_once_workers_run() -> None:
-        if wait_until(lambda: server.count("worker-*") >= 3):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    trigger = threading.Thread(target=interrupt_once_workers_run)
-    trigger.start()
+    trigger = sigint_when(lambda: server.count("worker-*") >= 3)  # once workers run
     with capture_output() as captured:
         shell.run_cell_magic("swarm", line_for(server, "--workers 8 --concurrency 2 --out r"),
                              "Name four islands")
@@ -446,14 +439,7 @@ def test_interrupt_while_planning_keeps_an_empty_cancelled_run(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
     server.latency = 5.0
-    main = threading.get_ident()
-
-    def interrupt_once_planning() -> None:
-        if wait_until(lambda: server.in_flight >= 1):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    trigger = threading.Thread(target=interrupt_once_planning)
-    trigger.start()
+    trigger = sigint_when(lambda: server.in_flight >= 1)  # while planning
     with capture_output() as captured:
         shell.run_cell_magic("swarm", line_for(server), "Name three volcanoes")
     trigger.join()

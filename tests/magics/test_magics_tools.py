@@ -17,6 +17,7 @@ from IPython.utils.capture import capture_output
 from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, swarm_shell
 from swarmkit.tools import mcp_registry
+from tests.support.fakekey import swarm_line
 
 MCP_SERVER = Path(__file__).resolve().parents[1] / "tools" / "mcp_server.py"
 
@@ -50,10 +51,10 @@ def server() -> Iterator[FakeServer]:
 
 
 def swarm_cell(shell: InteractiveShell, server: FakeServer, flags: str = "") -> Run:
-    line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--quiet {flags}")
     with capture_output():
-        shell.run_cell_magic("swarm", line, "Where is order A-17?")
+        shell.run_cell_magic("swarm", swarm_line(server, f"--quiet {flags}"),
+                             "Where is order A-17?")
+
     run = shell.user_ns["_swarm"]
     assert isinstance(run, Run)
     return run

@@ -4,6 +4,7 @@ Each refusal is shown to make no request at all (the FakeServer's request log)."
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,16 +17,12 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.store import History, default_history_path
 from swarmkit.testing import FakeServer, FaultRule
 from swarmkit.testing.faults import Fault
+from tests.support.fakekey import swarm_line
 
+pytestmark = pytest.mark.usefixtures("fake_key")
 
-@pytest.fixture(autouse=True)
-def _key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_KEY", "sk-test-refusals-0000")
+line_for = partial(swarm_line, flags="--workers 3")
 
-
-def line_for(server: FakeServer, extra: str = "") -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env FAKE_KEY "
-            f"--workers 3 {extra}").strip()
 
 
 def history_path() -> Path:

@@ -51,6 +51,7 @@ from swarmkit.provider.embedded import (
 )
 from swarmkit.record.events import CallFinished, CallStarted, ConcurrencyChanged, Event, RunStarted
 from swarmkit.testing import wait_until
+from tests.support.events import Events
 
 MISSING_PACKAGE = "swarmkit_no_such_model_package"
 PLAN_SCHEMA = {
@@ -114,17 +115,6 @@ def _listening_addresses(port: int) -> list[str]:
                 if state == "0A" and int(port_hex, 16) == port:
                     found.append(address)
     return found
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 # -- no server needed ------------------------------------------------------------------
@@ -433,7 +423,7 @@ def test_a_busy_server_is_kept_and_a_run_is_capped_at_its_slots(
     two = local_server(2)
     assert two.slots == 2
     pid = two.pid
-    sink = Sink()
+    sink = Events()
     samples: list[int] = []
     sampling = threading.Event()
 
@@ -453,7 +443,7 @@ def test_a_busy_server_is_kept_and_a_run_is_capped_at_its_slots(
             assert await asyncio.to_thread(wait_until, two.busy, 60.0)
             loop = asyncio.get_running_loop()
 
-            class CancelTheLongOne(Sink):
+            class CancelTheLongOne(Events):
                 # Once the run has its server (kept, with 2 slots), the long request
                 # stops at the server: the run's calls then have both slots.
                 def on_event(self, event: Event) -> None:

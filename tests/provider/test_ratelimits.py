@@ -28,40 +28,19 @@ from swarmkit.record.events import (
 )
 from swarmkit.record.modelcall import ChatRequest, worst_case_tokens
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
-
-KEY_ENV = "SWARMKIT_LIMITS_KEY"
-SECRET = "sk-limits-SECRET-0001"
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
+from tests.support.events import Events
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options, swarm_line
 
 
 def swarm(
     server: FakeServer, *, env: dict[str, str] | None = None, **extra: Any
-) -> tuple[Run, Sink]:
-    sink = Sink()
-    options: dict[str, Any] = {
-        "model": "fake-model",
-        "base_url": server.base_url,
-        "api_key_env": KEY_ENV,
-        "workers": 100,
-        "concurrency": 20,
-        "max_attempts": 8,
-        "backoff_base": 0.05,
-        "backoff_max": 5.0,
-        "call_timeout": 10.0,
-        **extra,
-    }
+) -> tuple[Run, Events]:
+    sink = Events()
+    options = run_options(server, **{
+        "model": "fake-model", "workers": 100, "concurrency": 20, "max_attempts": 8,
+        "backoff_base": 0.05, "backoff_max": 5.0, "call_timeout": 10.0, **extra})
     run = asyncio.run(
-        swarmkit.run("a wide task", sinks=[sink], env=env or {KEY_ENV: SECRET}, **options)
+        swarmkit.run("a wide task", sinks=[sink], env=env or {KEY_ENV: FAKE_KEY}, **options)
     )
     return run, sink
 
@@ -239,16 +218,12 @@ def test_rate_options_are_validated() -> None:
         SwarmConfig.from_options(env={}, start_jitter=1.5)
 
 
-def test_the_cli_takes_rpm_and_tpm(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_cli_takes_rpm_and_tpm(fake_key: str, capsys: pytest.CaptureFixture[str]) -> None:
     from swarmkit.cli.command import main
 
-    monkeypatch.setenv(KEY_ENV, SECRET)
     with FakeServer(plan_tasks=3, rpm_limit=100, window=60.0) as server:
-        code = main(["run", "three things", "--model", "fake-model", "--base-url",
-                     server.base_url, "--api-key-env", KEY_ENV, "--rpm", "100",
-                     "--tpm", "100000", "--json"])
+        line = swarm_line(server, "--rpm 100 --tpm 100000 --json", model="fake-model")
+        code = main(["run", "three things", *line.split()])
         assert server.rejected_429 == 0
     assert code == 0
     config = json.loads(capsys.readouterr().out)["config"]

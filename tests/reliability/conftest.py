@@ -1,45 +1,29 @@
-"""Shared options for the reliability suite: a fake key and fast retries against FakeServer."""
+"""Shared options for the reliability suite: the fake key (``tests.support.fakekey``, set
+for every test here) and fast retries against FakeServer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from functools import partial
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from swarmkit.magics import SwarmMagics
+from swarmkit.magics import SwarmMagics, swarm_magics
 from swarmkit.testing import FakeServer, swarm_shell
-
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
-KEY = "sk-swarmkit-CANARY-reliability-7f3a9c"
+from tests.support.fakekey import QUICK_RETRIES, Options, run_options
 
 
 @pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, KEY)
-
-
-Options = Callable[..., dict[str, Any]]
+def _fake_key(fake_key: str) -> None:
+    """Every reliability test runs with ``$SWARMKIT_TEST_KEY`` set to the fake key."""
 
 
 @pytest.fixture
 def options() -> Options:
-    """``options(server, **extra)``: run options pointing at ``server`` with quick retries."""
-
-    def build(server: FakeServer, **extra: Any) -> dict[str, Any]:
-        base: dict[str, Any] = {
-            "model": "gpt-4.1-mini",
-            "base_url": server.base_url,
-            "api_key_env": KEY_ENV,
-            "backoff_base": 0.001,
-            "backoff_max": 0.05,
-            "call_timeout": 5.0,
-        }
-        base.update(extra)
-        return base
-
-    return build
+    """``options(server, **extra)``: run options pointing at ``server`` with quick retries
+    and a 5-second call timeout."""
+    return partial(run_options, **QUICK_RETRIES, call_timeout=5.0)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +35,7 @@ def shell() -> InteractiveShell:
 @pytest.fixture
 def magics(shell: InteractiveShell) -> Iterator[SwarmMagics]:
     """The shell's swarm magics, with no session defaults before or after the test."""
-    instance = shell.magics_manager.registry["SwarmMagics"]
+    instance = swarm_magics(shell)
     assert isinstance(instance, SwarmMagics)
     instance.session_options = {}
     yield instance

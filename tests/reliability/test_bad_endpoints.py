@@ -15,7 +15,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
@@ -25,11 +24,10 @@ import swarmkit
 from swarmkit.config.swarmconfig import RoleConfig, SwarmConfig
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeServer
+from tests.support.fakekey import KEY_ENV, Options, swarm_line
 
-Options = Callable[..., dict[str, Any]]
 OneLine = Callable[[str], None]
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
-TYPO_ENV = "SWARMKIT_RELIABILITY_KEY_TYPO"
+TYPO_ENV = f"{KEY_ENV}_TYPO"
 ROOT = Path(__file__).resolve().parents[2]
 URL_KEY = "sk-in-the-url-0123456789abcdef"
 
@@ -147,8 +145,7 @@ def test_unset_name_in_a_key_pool_is_one_warning_line_and_the_set_key_is_used(
 def test_unset_name_in_a_key_pool_warns_in_the_magic_too(
     shell: InteractiveShell, fresh: FakeServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} "
-            f"--api-key-env {TYPO_ENV},{KEY_ENV} --quiet --out pooled")
+    line = swarm_line(fresh, "--quiet --out pooled", key_env=f"{TYPO_ENV},{KEY_ENV}")
     with caplog.at_level(logging.WARNING, logger="swarmkit"):
         shell.run_cell_magic("swarm", line, "task")
     assert shell.user_ns["pooled"].status == "completed"
@@ -173,8 +170,7 @@ def test_no_key_set_for_a_remote_endpoint_is_a_config_error_before_any_request(
 def test_no_key_set_for_a_remote_endpoint_in_the_magic_isone_line(
     shell: InteractiveShell, one_line: OneLine,
 ) -> None:
-    line = ("--model gpt-4.1-mini --base-url https://example.invalid/v1 "
-            "--api-key-env SWARMKIT_NOPE_A,SWARMKIT_NOPE_B")
+    line = swarm_line("https://example.invalid/v1", key_env="SWARMKIT_NOPE_A,SWARMKIT_NOPE_B")
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
     assert "api_key_env names SWARMKIT_NOPE_A, SWARMKIT_NOPE_B, but none of them is set" in (

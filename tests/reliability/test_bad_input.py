@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,7 @@ import swarmkit
 from swarmkit.errors import CassetteError, ConfigError, StoreError
 from swarmkit.store import History
 from swarmkit.testing import FakeServer
-
-Options = Callable[..., dict[str, Any]]
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
+from tests.support.fakekey import Options, swarm_line
 
 
 def _one_line(message: str) -> None:
@@ -83,9 +81,7 @@ def test_bad_option_is_a_one_line_config_error_before_any_call(
 # -- the magic -------------------------------------------------------------------------
 
 
-def _line(server: FakeServer, extra: str) -> str:
-    return (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
-            f"--workers 3 {extra}")
+_line = partial(swarm_line, flags="--workers 3")
 
 
 BAD_FLAGS = [

@@ -29,10 +29,9 @@ from swarmkit.errors import ConfigError
 from swarmkit.provider.decode import retry_after_seconds
 from swarmkit.record.events import CallRetried, Event
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, run_problems
+from tests.support.fakekey import KEY_ENV, Options, swarm_line
 
-Options = Callable[..., dict[str, Any]]
 OneLine = Callable[[str], None]
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = 120.0  # seconds: far past any bounded outcome; reaching it means a hang
 
@@ -120,8 +119,7 @@ def test_hostile_retry_after_in_the_magic_completes(
     shell: InteractiveShell, fresh: FakeServer
 ) -> None:
     fresh.add_fault(FaultRule(Fault.rate_limit(retry_after="nan"), attempts=1))
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
-            "--workers 2 --quiet --out hostile")
+    line = swarm_line(fresh, "--workers 2 --quiet --out hostile")
     try:
         _within_guard(lambda: shell.run_cell_magic("swarm", line, "task"))
     finally:
@@ -201,8 +199,7 @@ def test_bad_number_in_the_magic_is_a_one_line_usage_error(
     flags: str, says: str, shell: InteractiveShell, fresh: FakeServer,
     one_line: OneLine,
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
-            f"{flags}")
+    line = swarm_line(fresh, flags)
     with pytest.raises(UsageError) as error:
         shell.run_cell_magic("swarm", line, "task")
     flag, _, value = flags.partition(" ")
@@ -221,8 +218,7 @@ def test_bad_number_in_the_magic_is_a_one_line_usage_error(
 def test_history_count_past_sqlites_integers_lists_every_run(
     shell: InteractiveShell, fresh: FakeServer
 ) -> None:
-    line = (f"--model gpt-4.1-mini --base-url {fresh.base_url} --api-key-env {KEY_ENV} "
-            "--workers 2 --quiet --out listed")
+    line = swarm_line(fresh, "--workers 2 --quiet --out listed")
     shell.run_cell_magic("swarm", line, "task")
     listing = shell.run_line_magic("swarm", "history " + "9" * 30)
     assert shell.user_ns["listed"].run_id in [run.run_id for run in listing.runs]
@@ -301,8 +297,7 @@ def test_tool_call_cap_is_a_magic_flag_and_a_session_default(
         "    return 'ok'\n"
     )
     with FakeServer(_asks_for(9)) as fake:
-        line = (f"--model gpt-4.1-mini --base-url {fake.base_url} --api-key-env {KEY_ENV} "
-                "--tools count_call --quiet --out capped")
+        line = swarm_line(fake, "--tools count_call --quiet --out capped")
         shell.run_cell_magic("swarm", line + " --max-tool-calls-per-turn 3", "task")
         assert sorted(shell.user_ns["counted"]) == [0, 1, 2]
         shell.user_ns["counted"].clear()

@@ -33,9 +33,7 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
-
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
-MODEL = "gpt-4.1-mini"
+from tests.support.fakekey import MODEL, run_options
 
 
 class RandomUsage:
@@ -77,10 +75,8 @@ def server() -> Iterator[tuple[FakeServer, RandomUsage]]:
 
 def _swarm(server: FakeServer, **options: object) -> tuple[Run, Engine]:
     async def go() -> tuple[Run, Engine]:
-        engine = await create_engine(
-            model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV,
-            backoff_base=0.001, backoff_max=0.01, **options,
-        )
+        engine = await create_engine(**run_options(
+            server, model=MODEL, backoff_base=0.001, backoff_max=0.01, **options))
         try:
             return await engine.execute("spend carefully"), engine
         finally:

@@ -34,8 +34,8 @@ from swarmkit.store.cassette import Cassette
 from swarmkit.store.replay import Player
 from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
+from tests.support.fakekey import Options, swarm_line
 
-Options = Callable[..., dict[str, Any]]
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -448,8 +448,7 @@ def test_replaying_a_garbled_file_in_a_shell_prints_one_usage_line_and_no_traceb
 ) -> None:
     path = tmp_path / "garbled.swarm.json"
     path.write_text(content, encoding="utf-8")
-    line = (f"--model gpt-4.1-mini --base-url http://127.0.0.1:9/v1 "
-            f"--api-key-env SWARMKIT_RELIABILITY_KEY --replay {path}")
+    line = swarm_line("http://127.0.0.1:9/v1", f"--replay {path}")
     result = shell.run_cell(f"%%swarm {line}\nsome task")
     printed = capsys.readouterr()
     shown = printed.out + printed.err

@@ -6,19 +6,17 @@ attempts of a step; a permanent one fails every attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 import swarmkit
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.livestate import LiveState
-from swarmkit.record.events import CallRetried, Event, ReducerDelta
+from swarmkit.record.events import CallRetried, ReducerDelta
 from swarmkit.testing import FakeServer, Fault, FaultRule, run_problems
-
-Options = Callable[..., dict[str, Any]]
+from tests.support.events import Events
+from tests.support.fakekey import KEY_ENV, Options
 
 CALL_TIMEOUT = 0.5
 STALL = 2.0  # well past CALL_TIMEOUT; the server drops the stalled answer when we hang up
@@ -43,19 +41,6 @@ CASES = {
     "malformed": Case(Fault.malformed(), "malformed response", None),
     "cut-body": Case(Fault.stream_cut(), "127.0.0.1", None),
 }
-
-
-class Events:
-    """A sink that keeps every event, to check what the engine announced."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 def _run(server: FakeServer, options: Options, sink: Events | None = None, **extra: object):
@@ -210,7 +195,7 @@ def test_short_placeholder_key_does_not_mangle_error_messages(
     options: Options, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Local servers take any key ("x", "ollama"); such a value is not scrubbed as a secret."""
-    monkeypatch.setenv("SWARMKIT_RELIABILITY_KEY", "e")
+    monkeypatch.setenv(KEY_ENV, "e")
     rule = FaultRule(Fault.stream_cut(), step="worker-1", attempts=None)
     with FakeServer(plan_tasks=2, faults=[rule]) as server:
         run = _run(server, options, max_attempts=1)

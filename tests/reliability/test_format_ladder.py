@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,8 +18,8 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.engine.ladder import forget_rungs
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, default_reply, run_problems
+from tests.support.fakekey import Options
 
-Options = Callable[..., dict[str, Any]]
 Reply = FakeReply | Fault
 TASK = "Explain four planets: Mercury, Venus, Earth and Mars."
 PLANETS = ["Explain Mercury", "Explain Venus", "Explain Earth", "Explain Mars"]

@@ -27,8 +27,8 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
+from tests.support.fakekey import QUICK_RETRIES, run_options
 
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 WORKERS = 8
 HANG = 30.0  # the reply a cancel must cut short; far longer than any test
 BACKOFF = 1.0  # a Retry-After the cancel must cut short
@@ -91,11 +91,7 @@ async def _execute(
 ) -> Run:
     """Run one swarm in its own task; check that it left no task and no connection behind."""
     before = asyncio.all_tasks()
-    settings: dict[str, object] = {
-        "model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY_ENV,
-        "workers": WORKERS, "concurrency": 3, "backoff_base": 0.001, "backoff_max": 0.05,
-        "budget": 1.0,
-    }
+    settings = run_options(server, workers=WORKERS, concurrency=3, **QUICK_RETRIES, budget=1.0)
     sinks = [canceller] if canceller is not None else []
     engine = await create_engine(sinks=sinks, **{**settings, **options})
     if canceller is not None:

@@ -9,7 +9,6 @@ json_object with the schema, plain text) of two requests each.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.record.events import Event, PlanReady
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, default_reply, run_problems
+from tests.support.fakekey import Options
 
-Options = Callable[..., dict[str, Any]]
 MAX_WORKERS = 5
 RUNGS = ["json_schema", "json_schema", "json_object", "json_object", None, None]
 

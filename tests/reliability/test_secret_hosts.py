@@ -29,6 +29,7 @@ from swarmkit.magics import SwarmMagics
 from swarmkit.store import History, rerun_config
 from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeRequest, FakeServer
+from tests.support.fakekey import swarm_line
 
 KEY_ENV = "SWARMKIT_HOSTS_KEY"
 TASK = "Name three rivers"
@@ -76,8 +77,7 @@ def stranger() -> Iterator[FakeServer]:
 def first_run(shell: InteractiveShell, base_url: str) -> Run:
     with capture_output():
         shell.run_cell_magic(
-            "swarm", f"--model gpt-4.1-mini --base-url {base_url} --api-key-env {KEY_ENV} "
-            "--workers 2 --out first", TASK)
+            "swarm", swarm_line(base_url, "--workers 2 --out first", key_env=KEY_ENV), TASK)
     run = shell.user_ns["first"]
     assert isinstance(run, Run) and run.status == "completed"
     return run
@@ -172,9 +172,8 @@ def test_a_cassette_naming_another_endpoint_replays_without_sending_anything(
 ) -> None:
     cassette = tmp_path / "run.swarm.json"
     with capture_output():
-        shell.run_cell_magic(
-            "swarm", f"--model gpt-4.1-mini --base-url {home.base_url} --api-key-env {KEY_ENV} "
-            f"--workers 2 --record {cassette} --out recorded", TASK)
+        shell.run_cell_magic("swarm", swarm_line(
+            home, f"--workers 2 --record {cassette} --out recorded", key_env=KEY_ENV), TASK)
     text = cassette.read_text(encoding="utf-8").replace(home.base_url, stranger.base_url)
     cassette.write_text(text, encoding="utf-8")
     home.clear()

@@ -31,6 +31,7 @@ from swarmkit.record.events import Event
 from swarmkit.store.writethread import wait_for_writes
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, default_reply
 from swarmkit.tools import tool
+from tests.support.fakekey import run_options, swarm_line
 
 KEY_ENV = "SWARMKIT_CANARY_KEY"
 FRAGMENT = 8  # the shortest piece of a key that counts as a leak
@@ -153,11 +154,9 @@ def test_the_key_in_every_error_form_appears_in_no_file_run_event_or_error(
 ) -> None:
     reprs = Reprs()
     with FakeServer(Echo()) as server:
-        run = swarmkit.run_sync(
-            "Summarise five things", model="gpt-4.1-mini", base_url=server.base_url,
-            api_key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
-            record="run.swarm.json", sinks=[reprs], tools=[lookup],
-        )
+        run = swarmkit.run_sync("Summarise five things", **run_options(
+            server, key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
+            record="run.swarm.json", sinks=[reprs], tools=[lookup]))
         sent = {r.authorization for r in server.requests}
     assert sent == {f"Bearer {key}"}  # the key really was used, and echoed back
     assert run.status == "partial"  # worker 1 failed for good; the rest retried and passed
@@ -180,8 +179,8 @@ def test_the_key_appears_in_no_magic_output_or_file(
     workdir: Path, shell: InteractiveShell, key: str
 ) -> None:
     with FakeServer(Echo()) as server:
-        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
-                "--record magic.swarm.json --out canary_run --tools lookup")
+        line = swarm_line(server, "--record magic.swarm.json --out canary_run --tools lookup",
+                          key_env=KEY_ENV)
         shell.user_ns["lookup"] = lookup
         with capture_output() as captured:
             shell.run_cell_magic("swarm", line, "Summarise five things")
@@ -211,10 +210,8 @@ def test_a_reply_that_echoes_the_key_is_scrubbed_from_run_history_and_cassette(
 ) -> None:
     reprs = Reprs()
     with FakeServer(relay) as server:
-        run = swarmkit.run_sync(
-            "Summarise two things", model="gpt-4.1-mini", base_url=server.base_url,
-            api_key_env=KEY_ENV, record="echo.swarm.json", sinks=[reprs],
-        )
+        run = swarmkit.run_sync("Summarise two things", **run_options(
+            server, key_env=KEY_ENV, record="echo.swarm.json", sinks=[reprs]))
     assert run.status == "completed"
     streamed = [e for e in reprs.texts if e.startswith("ReducerDelta(")]
     assert len(streamed) > 1  # the live view got the answer in pieces, scrubbed as they came
@@ -234,9 +231,8 @@ def test_a_reply_that_echoes_the_key_is_not_in_the_cell_output(
 ) -> None:
     """text/plain and text/html are what the .ipynb saves."""
     with FakeServer(relay) as server, capture_output() as captured:
-        shell.run_cell_magic(
-            "swarm", f"--model gpt-4.1-mini --base-url {server.base_url} "
-            f"--api-key-env {KEY_ENV} --out relayed", "Summarise two things")
+        shell.run_cell_magic("swarm", swarm_line(server, "--out relayed", key_env=KEY_ENV),
+                             "Summarise two things")
     run = shell.user_ns["relayed"]
     assert "[redacted]" in (run.answer or "")
     bundles = [o.data for o in captured.outputs]
@@ -260,11 +256,9 @@ def test_a_tool_result_holding_the_key_is_scrubbed_before_it_is_cut(
         return default_reply(request, plan_tasks=2)
 
     with FakeServer(model) as server:
-        run = swarmkit.run_sync(
-            "Summarise two things", model="gpt-4.1-mini", base_url=server.base_url,
-            api_key_env=KEY_ENV, record="tool.swarm.json", tools=[env_dump],
-            max_tool_result_chars=100,
-        )
+        run = swarmkit.run_sync("Summarise two things", **run_options(
+            server, key_env=KEY_ENV, record="tool.swarm.json", tools=[env_dump],
+            max_tool_result_chars=100))
         sent_back = [m.get("content", "") for r in server.requests
                      for m in r.body.get("messages", []) if m.get("role") == "tool"]
     assert run.status == "completed"
@@ -281,11 +275,9 @@ def test_an_exported_notebook_and_its_cassette_hold_no_key(workdir: Path, key: s
         return relay(request) if request.step == "reducer" and request.attempt > 1 else reply
 
     with FakeServer(both) as server:
-        run = swarmkit.run_sync(
-            "Summarise five things", model="gpt-4.1-mini", base_url=server.base_url,
-            api_key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
-            tools=[lookup],
-        )
+        run = swarmkit.run_sync("Summarise five things", **run_options(
+            server, key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, max_attempts=3,
+            tools=[lookup]))
     assert run.worker(1).status == "failed" and len(run.tool_calls) == 1
     assert "[redacted]" in (run.answer or "")
     result = run.export(workdir / "canary.ipynb")
@@ -317,10 +309,9 @@ def test_credentials_in_the_base_url_are_kept_out_of_every_record(
     faults = [FaultRule(Fault.rate_limit(), step="worker-2", attempts=1)]  # adapts concurrency
     with FakeServer(echo, faults=faults) as server:
         url = server.base_url.replace("http://", f"http://{userinfo.format(secret=secret)}@")
-        run = swarmkit.run_sync(
-            "Summarise two things", model="gpt-4.1-mini", base_url=url, api_key_env=KEY_ENV,
-            backoff_base=0.001, backoff_max=0.01, record="gw.swarm.json", sinks=[reprs],
-        )
+        run = swarmkit.run_sync("Summarise two things", **run_options(
+            url, key_env=KEY_ENV, backoff_base=0.001, backoff_max=0.01, record="gw.swarm.json",
+            sinks=[reprs]))
         assert {r.authorization for r in server.requests} == {f"Basic {token}"}
     assert run.status == "completed"
     assert run.config["worker"]["base_url"] == server.base_url.replace("http://", "http://***@")

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import swarmkit
 from swarmkit.engine.prices import PriceTable
@@ -26,8 +24,8 @@ from swarmkit.testing import (
     default_reply,
     run_problems,
 )
+from tests.support.fakekey import Options
 
-Options = Callable[..., dict[str, Any]]
 WORKERS = 200
 
 

@@ -27,8 +27,8 @@ from swarmkit.engine.engine import Engine
 from swarmkit.errors import ConfigError, MCPError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 from swarmkit.tools import MCPServer, tool
+from tests.support.fakekey import KEY_ENV, run_options, swarm_line
 
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
 ROOT = Path(__file__).resolve().parents[2]
 MCP_SERVER = ROOT / "tests" / "tools" / "mcp_server.py"
 WORKERS = 3
@@ -61,10 +61,8 @@ holder: list[Engine] = []  # the engine being run, for the tool that cancels it
 
 async def _cancel_inside_a_tool(server: FakeServer, slow_tool: Any) -> tuple[Run, Engine]:
     before = asyncio.all_tasks()
-    engine = await create_engine(
-        model="gpt-4.1-mini", base_url=server.base_url, api_key_env=KEY_ENV, workers=WORKERS,
-        concurrency=WORKERS, tools=[slow_tool], history=False,
-    )
+    engine = await create_engine(**run_options(
+        server, workers=WORKERS, concurrency=WORKERS, tools=[slow_tool], history=False))
     holder.append(engine)
     try:
         run = await asyncio.create_task(engine.execute("check orders"))
@@ -143,10 +141,8 @@ async def _quick_tool_run(server: FakeServer) -> Run:
         """Fast lookup."""
         return f"{order_id}: shipped"
 
-    engine = await create_engine(
-        model="gpt-4.1-mini", base_url=server.base_url, api_key_env=KEY_ENV, workers=WORKERS,
-        tools=[lookup], history=False,
-    )
+    engine = await create_engine(**run_options(
+        server, workers=WORKERS, tools=[lookup], history=False))
     try:
         return await engine.execute("check orders")
     finally:
@@ -180,8 +176,7 @@ def test_a_tool_the_types_cannot_express_is_a_config_error_before_any_call(
         assert str(result.error_in_exec) == message
         # ...and an undecorated function given to --tools is a one-line usage error.
         shell.user_ns["connect"] = connect
-        line = (f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env {KEY_ENV} "
-                "--tools connect")
+        line = swarm_line(server, "--tools connect")
         with pytest.raises(UsageError) as usage:
             shell.run_cell_magic("swarm", line, "task")
         assert "--tools connect: is a function, not a tool" in str(usage.value)

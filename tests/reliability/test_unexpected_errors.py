@@ -19,14 +19,11 @@ from swarmkit.provider import OpenAIProvider
 from swarmkit.record.events import Event, RunFinished
 from swarmkit.record.modelcall import CallOutcome, ChatRequest
 from swarmkit.testing import FakeServer, run_problems
-
-KEY_ENV = "SWARMKIT_RELIABILITY_KEY"
+from tests.support.fakekey import run_options
 
 
 def _config(server: FakeServer) -> SwarmConfig:
-    return SwarmConfig.from_options(
-        model="gpt-4.1-mini", base_url=server.base_url, api_key_env=KEY_ENV, history=False,
-    )
+    return SwarmConfig.from_options(**run_options(server, history=False))
 
 
 class Finished:

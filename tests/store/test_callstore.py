@@ -12,7 +12,6 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +27,10 @@ from swarmkit.record.events import RunFinished, RunStarted
 from swarmkit.record.modelcall import ChatRequest, ToolKey, ToolOutcome
 from swarmkit.store import CallStore, Cassette, History, Player, ResponseCache, rerun_config
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "Compare five vector databases for a small team"
-KEY_ENV = "SWARMKIT_STORE_TEST_KEY"
-KEY = "sk-store-test-RECOGNISABLE-5f4e3d2c1b0a"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=60) as fake:
-        yield fake
 
 
 def closed_port_url() -> str:
@@ -49,13 +41,9 @@ def closed_port_url() -> str:
 
 
 def swarm(base_url: str, tmp_path: Path, **options: Any) -> Run:
-    settings: dict[str, Any] = {
-        "base_url": base_url, "api_key_env": KEY_ENV, "model": "fake-model", "workers": 3,
-        "history_path": str(tmp_path / "history.db"), "backoff_base": 0.01,
-        "env": {KEY_ENV: KEY},
-    }
-    settings.update(options)
-    return swarmkit.run_sync(TASK, **settings)
+    return swarmkit.run_sync(TASK, **run_options(base_url, **{
+        "model": "fake-model", "workers": 3, "history_path": str(tmp_path / "history.db"),
+        "backoff_base": 0.01, "env": {KEY_ENV: FAKE_KEY}, **options}))
 
 
 def assert_same_output(replayed: Run, recorded: Run) -> None:
@@ -132,7 +120,7 @@ def test_cache_survives_a_process_restart(server: FakeServer, tmp_path: Path) ->
     done = subprocess.run(
         [sys.executable, "-c", script, server.base_url, str(tmp_path / "history.db")],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        env={"PYTHONPATH": str(ROOT), KEY_ENV: KEY, "PATH": ""},
+        env={"PYTHONPATH": str(ROOT), KEY_ENV: FAKE_KEY, "PATH": ""},
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "5"
@@ -142,16 +130,15 @@ def test_cache_survives_a_process_restart(server: FakeServer, tmp_path: Path) ->
 def test_occurrence_tells_identical_requests_apart(server: FakeServer, tmp_path: Path) -> None:
     counter = itertools.count(1)
     server.handler = lambda request: f"answer {next(counter)}"
-    config = SwarmConfig.from_options(
-        base_url=server.base_url, api_key_env=KEY_ENV, model="fake-model", cache=True,
-        history_path=str(tmp_path / "history.db"), env={},
-    )
+    config = SwarmConfig.from_options(**run_options(
+        server, model="fake-model", cache=True, history_path=str(tmp_path / "history.db"),
+        env={}))
     request = ChatRequest(model="fake-model", messages=({"role": "user", "content": "hi"},))
 
     async def twice() -> list[tuple[str | None, str, int]]:
         store = CallStore.from_config(
-            config, env={KEY_ENV: KEY},
-            provider_factory=lambda: OpenAIProvider(config, env={KEY_ENV: KEY}),
+            config, env={KEY_ENV: FAKE_KEY},
+            provider_factory=lambda: OpenAIProvider(config, env={KEY_ENV: FAKE_KEY}),
         )
         try:
             outcomes = [
@@ -281,11 +268,9 @@ def test_interrupted_run_still_leaves_a_partial_recording_and_history(tmp_path: 
         return FakeReply(content="late", latency=30.0) if request.role == "worker" else None
 
     async def cancel_once_workers_are_waiting(server: FakeServer) -> Run:
-        engine = await create_engine(
-            base_url=server.base_url, api_key_env=KEY_ENV, model="fake-model", workers=3,
-            history_path=str(tmp_path / "history.db"), record=str(cassette),
-            env={KEY_ENV: KEY},
-        )
+        engine = await create_engine(**run_options(
+            server, model="fake-model", workers=3, history_path=str(tmp_path / "history.db"),
+            record=str(cassette), env={KEY_ENV: FAKE_KEY}))
         running = asyncio.create_task(engine.execute(TASK))
         for _ in range(3000):  # until every worker's request reached the server
             if server.count("worker-*") == 3:
@@ -365,7 +350,7 @@ def test_rerun_one_worker_bills_only_that_worker_and_the_reducer(
         past = history.load_run(first.run_id[:6])
     config = rerun_config(past, 2)
 
-    again = swarmkit.run_sync(past.task, config=config, env={KEY_ENV: KEY})
+    again = swarmkit.run_sync(past.task, config=config, env={KEY_ENV: FAKE_KEY})
 
     assert server.counts_by_step() == {"worker-2": 1, "reducer": 1}
     assert again.worker(2).output == "draft 2" and first.worker(2).output == "draft 1"

@@ -7,7 +7,6 @@ import logging
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,26 +21,16 @@ from swarmkit.record.rows import CallRecord, ToolCallRecord, WorkerRecord
 from swarmkit.record.usage import Usage
 from swarmkit.store import History, HistorySink
 from swarmkit.testing import FakeServer
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, run_options
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "Compare five vector databases for a small team"
-KEY_ENV = "SWARMKIT_HISTORY_TEST_KEY"
-KEY = "sk-history-test-RECOGNISABLE-a1b2c3d4e5"
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(lifetime=60) as fake:
-        yield fake
 
 
 def swarm(server: FakeServer, tmp_path: Path, task: str = TASK, **options: Any) -> Run:
-    settings: dict[str, Any] = {
-        "base_url": server.base_url, "api_key_env": KEY_ENV, "model": "fake-model",
-        "workers": 3, "history_path": str(tmp_path / "history.db"), "env": {KEY_ENV: KEY},
-    }
-    settings.update(options)
-    return swarmkit.run_sync(task, **settings)
+    return swarmkit.run_sync(task, **run_options(server, **{
+        "model": "fake-model", "workers": 3, "history_path": str(tmp_path / "history.db"),
+        "env": {KEY_ENV: FAKE_KEY}, **options}))
 
 
 def made_run(run_id: str, *, answer: str = "done", cost: str = "0.01") -> Run:
@@ -234,7 +223,7 @@ def test_no_key_value_reaches_the_cassette_history_or_cache(
     # A key pasted into the task: the cassette is refused, the run is kept out of history,
     # and responses echoing it are not cached.
     with pytest.raises(CassetteError, match=f"value of \\${KEY_ENV}") as refused:
-        swarm(server, tmp_path, f"{KEY} leaked into the prompt", cache=True,
+        swarm(server, tmp_path, f"{FAKE_KEY} leaked into the prompt", cache=True,
               record=str(tmp_path / "leak.swarm.json"))
     assert refused.value.run is not None and refused.value.run.status == "completed"
     assert not (tmp_path / "leak.swarm.json").exists()
@@ -248,7 +237,7 @@ def test_no_key_value_reaches_the_cassette_history_or_cache(
         except FileNotFoundError:
             assert path.name.startswith("history.db-"), path.name
             continue
-        assert KEY.encode() not in content, path.name
+        assert FAKE_KEY.encode() not in content, path.name
     with History(tmp_path / "history.db") as history:
         assert len(history.recent()) == 2
 

@@ -20,10 +20,10 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 from swarmkit.tools import tool
+from tests.support.fakekey import FAKE_KEY, KEY_ENV, MODEL, run_options
 
-KEY_ENV = "SWARMKIT_TEST_OTEL_KEY"
-FAKE_KEY = "sk-otel-fake-key-7d1e9a4b2c"
-MODEL = "gpt-4.1-mini"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 # Text that only a prompt, a completion or a tool's arguments and result contain.
 TASK = "Check the orders of customer PROMPT-7731"
 PLAN = ["look up order A-17 for PROMPT-7731", "summarise order B-42 for PROMPT-7731"]
@@ -50,11 +50,6 @@ def handler(request: FakeRequest) -> FakeReply:
     return FakeReply(content=f"{request.step} done COMPLETION-5150")
 
 
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-
-
 @pytest.fixture
 def exporter() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
     spans = InMemorySpanExporter()
@@ -69,9 +64,9 @@ def traced_run(provider: TracerProvider, **extra: Any) -> Run:
     with FakeServer(handler, faults=[
         FaultRule(Fault.rate_limit(retry_after=0), step="worker-2", attempts=1),
     ]) as server:
-        run = swarmkit.run_sync(
-            TASK, model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, history=False,
-            tools=[lookup], concurrency=2, tracer_provider=provider, **extra)
+        run = swarmkit.run_sync(TASK, **run_options(
+            server, history=False, tools=[lookup], concurrency=2, tracer_provider=provider,
+            **extra))
     assert not server.handler_errors
     assert server.count("worker-2") == 2
     return run
@@ -251,9 +246,9 @@ def test_a_worker_that_fails_for_good_is_an_error_span_with_its_failed_attempts(
 ) -> None:
     provider, spans_out = exporter
     with FakeServer(handler, faults=[FaultRule(Fault.status(503), step="worker-2")]) as server:
-        run = swarmkit.run_sync(
-            TASK, model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, history=False,
-            tools=[lookup], max_attempts=2, backoff_base=0.01, tracer_provider=provider)
+        run = swarmkit.run_sync(TASK, **run_options(
+            server, history=False, tools=[lookup], max_attempts=2, backoff_base=0.01,
+            tracer_provider=provider))
     [failed_worker] = [w for w in run.workers if w.status == "failed"]
     spans = spans_out.get_finished_spans()
     steps = {s.attributes["swarmkit.step"]: s for s in by_op(spans, "invoke_agent")}

@@ -11,21 +11,17 @@ import pytest
 import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.testing import FakeServer, run_problems
+from tests.support.fakekey import run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
-
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-invariants-0000")
+pytestmark = pytest.mark.usefixtures("fake_key")
 
 
 def _runs(tmp_path: Path) -> tuple[Run, Run]:
-    options = {"model": "gpt-4.1-mini", "api_key_env": KEY_ENV, "cache": True,
-               "history_path": str(tmp_path / "h.db")}
     with FakeServer(plan_tasks=3) as server:
-        live = swarmkit.run_sync("task", base_url=server.base_url, **options)
-        cached = swarmkit.run_sync("task", base_url=server.base_url, **options)
+        options = run_options(server, cache=True, history_path=str(tmp_path / "h.db"))
+        live = swarmkit.run_sync("task", **options)
+        cached = swarmkit.run_sync("task", **options)
+
     return live, cached
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,10 @@ from swarmkit.tools import (
     parse_mcp_add,
 )
 from swarmkit.tools.mcp import parse_mcp_command
+from tests.support.fakekey import run_options
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_server.py")
 COMMAND = [sys.executable, SERVER]
-KEY_ENV = "SWARMKIT_TEST_KEY"
 CATALOGUE_TOKEN = "cat-4f9a2b7c1d8e6f3a"  # what mcp_server.py's price() error quotes
 LISTED = "lookup, explode, price, whoami"
 WITHHELD = ("(the server sent no reason: the MCP SDK keeps an unexpected exception's text "
@@ -281,18 +281,31 @@ def test_registry_keeps_live_servers_and_a_dying_one_errors_clearly() -> None:
 # -- a whole swarm --------------------------------------------------------------------------
 
 
-def test_a_swarm_calls_mcp_tools_and_goes_on_without_a_broken_server(
-    shop: MCPServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-mcp-0000")
-    offered: list[list[str]] = []
+def one_task(task: str, worker: Callable[[FakeRequest], FakeReply]
+             ) -> Callable[[FakeRequest], FakeReply]:
+    """A model that plans ``task`` alone, lets ``worker`` answer the worker and merges."""
 
     def handler(request: FakeRequest) -> FakeReply:
         if request.role == "planner":
-            return FakeReply(content=json.dumps({"tasks": ["check order A-17"]}))
+            return FakeReply(content=json.dumps({"tasks": [task]}))
         if request.role == "reducer":
             return FakeReply(content="merged")
-        offered.append([t["function"]["name"] for t in request.tools])
+        return worker(request)
+
+    return handler
+
+
+def offered_tools(request: FakeRequest) -> list[str]:
+    return [t["function"]["name"] for t in request.tools]
+
+
+def test_a_swarm_calls_mcp_tools_and_goes_on_without_a_broken_server(
+    shop: MCPServer, caplog: pytest.LogCaptureFixture, fake_key: str
+) -> None:
+    offered: list[list[str]] = []
+
+    def worker(request: FakeRequest) -> FakeReply:
+        offered.append(offered_tools(request))
         if not any(m.get("role") == "tool" for m in request.messages):
             return FakeReply(tool_calls=[
                 ("shop__lookup", {"order_id": "A-17"}),
@@ -303,11 +316,10 @@ def test_a_swarm_calls_mcp_tools_and_goes_on_without_a_broken_server(
 
     # "shop" is already running in the session with this command, so it is reused.
     servers = {"shop": COMMAND, "broken": [*COMMAND, "--fail-start"]}
-    with caplog.at_level(logging.WARNING, logger="swarmkit"), FakeServer(handler) as fake:
-        run = swarmkit.run_sync(
-            "Where is order A-17?", model="gpt-4.1-mini", base_url=fake.base_url,
-            api_key_env=KEY_ENV, history=False, mcp_servers=servers,
-        )
+    with (caplog.at_level(logging.WARNING, logger="swarmkit"),
+          FakeServer(one_task("check order A-17", worker)) as fake):
+        run = swarmkit.run_sync("Where is order A-17?", **run_options(
+            fake, history=False, mcp_servers=servers))
     assert mcp_registry().get("shop") is shop
     assert offered[0] == ["shop__lookup", "shop__explode", "shop__price", "shop__whoami"]
     assert "MCP server 'broken' could not start" in caplog.text
@@ -323,18 +335,13 @@ def test_a_swarm_calls_mcp_tools_and_goes_on_without_a_broken_server(
 
 
 def test_a_swarm_is_offered_only_the_allowed_tools_and_the_model_reads_a_tools_own_error(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_key: str,
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-mcp-0000")
     offered: list[list[str]] = []
     read: list[str] = []
 
-    def handler(request: FakeRequest) -> FakeReply:
-        if request.role == "planner":
-            return FakeReply(content=json.dumps({"tasks": ["price gold"]}))
-        if request.role == "reducer":
-            return FakeReply(content="merged")
-        offered.append([t["function"]["name"] for t in request.tools])
+    def worker(request: FakeRequest) -> FakeReply:
+        offered.append(offered_tools(request))
         answers = [str(m.get("content")) for m in request.messages if m.get("role") == "tool"]
         if not answers:
             return FakeReply(tool_calls=[("picky__price", {"item": "gold"}),
@@ -344,11 +351,9 @@ def test_a_swarm_is_offered_only_the_allowed_tools_and_the_model_reads_a_tools_o
 
     servers = {"picky": {"command": COMMAND, "tools": ["lookup", "price"]}}
     try:
-        with FakeServer(handler) as fake:
-            run = swarmkit.run_sync(
-                "What does gold cost?", model="gpt-4.1-mini", base_url=fake.base_url,
-                api_key_env=KEY_ENV, history=False, mcp_servers=servers,
-            )
+        with FakeServer(one_task("price gold", worker)) as fake:
+            run = swarmkit.run_sync("What does gold cost?", **run_options(
+                fake, history=False, mcp_servers=servers))
     finally:
         mcp_registry().remove_sync("picky")
     assert offered[0] == ["picky__lookup", "picky__price"]
@@ -364,23 +369,16 @@ def test_a_swarm_is_offered_only_the_allowed_tools_and_the_model_reads_a_tools_o
 
 
 def test_mcp_tools_from_python_narrow_the_servers_tools_by_their_swarmkit_names(
-    shop: MCPServer, monkeypatch: pytest.MonkeyPatch
+    shop: MCPServer, fake_key: str
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-mcp-0000")
     offered: list[list[str]] = []
 
-    def handler(request: FakeRequest) -> FakeReply:
-        if request.role == "planner":
-            return FakeReply(content=json.dumps({"tasks": ["check order A-17"]}))
-        if request.role == "worker":
-            offered.append([t["function"]["name"] for t in request.tools])
+    def worker(request: FakeRequest) -> FakeReply:
+        offered.append(offered_tools(request))
         return FakeReply(content="done")
 
-    with FakeServer(handler) as fake:
-        options: dict[str, Any] = {
-            "model": "gpt-4.1-mini", "base_url": fake.base_url, "api_key_env": KEY_ENV,
-            "history": False, "mcp_servers": {"shop": COMMAND},
-        }
+    with FakeServer(one_task("check order A-17", worker)) as fake:
+        options = run_options(fake, history=False, mcp_servers={"shop": COMMAND})
         swarmkit.run_sync("Look up A-17", mcp_tools="shop__lookup,shop__price",
                           mcp_exclude_tools=["shop__price"], **options)
         assert offered == [["shop__lookup"]]

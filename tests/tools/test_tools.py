@@ -16,17 +16,14 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from swarmkit.tools import FINAL_ANSWER_PROMPT, Tool, tool
+from tests.support.fakekey import run_options
 
-KEY_ENV = "SWARMKIT_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("fake_key")
+
 # Guards the rendezvous tools against a hang if concurrency were broken; never reached.
 DEADLOCK_GUARD = 10.0
 
 WorkerScript = Callable[[FakeRequest, int], FakeReply]
-
-
-@pytest.fixture(autouse=True)
-def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-tools-0000")
 
 
 def turn_of(request: FakeRequest) -> int:
@@ -53,9 +50,8 @@ def swarm(
 
     with FakeServer(handler) as server:
         run = swarmkit.run_sync(
-            "Check the orders", model="gpt-4.1-mini", base_url=server.base_url,
-            api_key_env=KEY_ENV, history=False, tools=tools, **extra,
-        )
+            "Check the orders", **run_options(server, history=False, tools=tools, **extra))
+
     assert not server.handler_errors
     return run, server
 

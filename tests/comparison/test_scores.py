@@ -1,0 +1,113 @@
+"""A comparison's scores: summaries over repeats and the winner rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from swarmkit.comparison.scores import ScoreRow, scores_frame, summaries, winner
+from swarmkit.errors import ConfigError
+
+VARIANTS = ["short", "long"]
+
+
+def rows(name: str, **by_variant: list[float | None]) -> list[ScoreRow]:
+    return [ScoreRow(variant, repeat, name, score)
+            for variant, scores in by_variant.items() for repeat, score in enumerate(scores)]
+
+
+def test_a_summary_is_the_mean_the_sample_spread_and_the_range() -> None:
+    (short, long_) = summaries(rows("judge", short=[0.6, 0.8, 0.7], long=[0.9, 0.9, 0.9]),
+                               VARIANTS)
+    assert (short.variant, short.repeats, short.low, short.high) == ("short", 3, 0.6, 0.8)
+    assert short.mean == pytest.approx(0.7)
+    assert short.spread == pytest.approx(0.1)  # sample standard deviation (n - 1)
+    assert long_.spread == 0.0
+
+
+def test_spreads_that_overlap_mark_no_winner() -> None:
+    # long leads on the mean (0.75 > 0.7), but its interval reaches below short's top.
+    found = summaries(rows("judge", short=[0.6, 0.8, 0.7], long=[0.5, 1.0, 0.75]), VARIANTS)
+    assert found[1].mean > found[0].mean
+    assert found[1].interval[0] < found[0].interval[1]
+    assert winner(found) is None
+
+
+def test_spreads_apart_mark_the_higher_mean_the_winner() -> None:
+    found = summaries(rows("judge", short=[0.6, 0.8, 0.7], long=[0.9, 1.0, 0.95]), VARIANTS)
+    assert found[1].interval[0] > found[0].interval[1]
+    assert winner(found) == "long"
+
+
+def test_one_repeat_marks_no_winner_however_far_apart() -> None:
+    assert winner(summaries(rows("judge", short=[0.0], long=[1.0]), VARIANTS)) is None
+
+
+def test_a_tie_marks_no_winner() -> None:
+    assert winner(summaries(rows("ok", short=[1.0, 1.0], long=[1.0, 1.0]), VARIANTS)) is None
+
+
+def test_a_score_that_could_not_be_taken_counts_as_zero_and_is_counted() -> None:
+    (short, _) = summaries(rows("judge", short=[1.0, None], long=[1.0, 1.0]), VARIANTS)
+    assert (short.mean, short.errors, short.low) == (0.5, 1, 0.0)
+    assert short.spread == pytest.approx(math.sqrt(0.5))
+
+
+def test_summaries_keep_the_names_order_and_the_variants_order() -> None:
+    found = summaries([*rows("length", long=[1.0], short=[0.0]), *rows("judge", short=[0.5])],
+                      VARIANTS)
+    assert [(s.name, s.variant) for s in found] == [
+        ("length", "short"), ("length", "long"), ("judge", "short")]
+
+
+def test_a_score_outside_zero_to_one_or_of_an_unknown_variant_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"score 'judge' of short must be in \[0, 1\], got 7"):
+        ScoreRow("short", 0, "judge", 7)
+    with pytest.raises(ConfigError, match="'other', which is not a variant"):
+        summaries([ScoreRow("other", 0, "judge", 0.5)], VARIANTS)
+
+
+def test_the_frame_has_one_row_per_score() -> None:
+    frame = scores_frame([ScoreRow("short", 0, "judge", 0.5, "terse"),
+                          ScoreRow("long", 1, "contains('Paris')", 1.0)])
+    assert list(frame.columns) == ["variant", "repeat", "check", "score", "reason"]
+    assert frame.to_dict("records")[0] == {"variant": "short", "repeat": 0, "check": "judge",
+                                           "score": 0.5, "reason": "terse"}
+
+
+def test_the_scores_block_marks_the_winner_in_text_and_html() -> None:
+    from swarmkit.comparison.scoreview import WINNER_RULE, ScoresView
+
+    view = ScoresView(summaries([*rows("judge", short=[0.6, 0.8, 0.7], long=[0.9, 1.0, 0.95]),
+                                 *rows("contains('Paris')", short=[1.0, 1.0, 0.0],
+                                       long=[1.0, 1.0, 1.0])], VARIANTS))
+    text = view.text()
+    lines = text.splitlines()
+    assert lines[0] == "scores" and lines[-1] == WINNER_RULE
+    judge_long = next(line for line in lines if "long" in line and "0.95" in line)
+    assert judge_long.split() == ["long", "0.95", "0.05", "0.90-1.00", "3", "winner"]
+    # contains('Paris'): short's one miss leaves the intervals overlapping: no winner.
+    paris = [line for line in lines if "0.67" in line or "1.00-1.00" in line]
+    assert paris and not any("winner" in line for line in paris)
+    page = view.html()
+    assert page.count('class="sk-winner"') == 1
+    assert '<span class="sk-winner-mark">winner</span>' in page
+    assert "contains(&#x27;Paris&#x27;)" in page  # names are escaped
+
+
+def test_one_repeat_shows_scores_without_spread_or_winner() -> None:
+    from swarmkit.comparison.scoreview import ScoresView
+
+    view = ScoresView(summaries(rows("judge", short=[0.2], long=[0.9]), VARIANTS))
+    header = view.text().splitlines()[1].split()
+    assert header == ["score", "variant", "mean", "range", "repeats"]
+    assert "winner" not in view.text().replace("no winner", "")
+    assert 'class="sk-winner"' not in view.html() and "sk-winner-mark\">" not in view.html()
+
+
+def test_a_score_not_taken_is_counted_in_its_own_column() -> None:
+    from swarmkit.comparison.scoreview import ScoresView
+
+    view = ScoresView(summaries(rows("judge", short=[1.0, None], long=[1.0, 1.0]), VARIANTS))
+    assert "not scored" in view.text().splitlines()[1]
