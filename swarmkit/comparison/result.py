@@ -32,12 +32,26 @@ class Comparison:
 
     ``shared_calls`` counts the model calls a variant was served from another variant's
     identical call (paid once, shown as cached in the served variant's tables).
+    ``repeats`` holds each variant's Runs, one per repeat (``repeat=K``), in the variants'
+    order; ``runs`` is repeat 0 of each, what the side-by-side view, the table and the
+    export show. Without repeats each variant's is its one Run.
     """
 
     task: str
     variants: tuple[Variant, ...]
     runs: tuple[Run, ...]
     shared_calls: int = 0
+    repeats: tuple[tuple[Run, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.repeats:
+            object.__setattr__(self, "repeats", tuple((run,) for run in self.runs))
+        if len(self.repeats) != len(self.runs) or any(
+                not group or group[0] is not run
+                for group, run in zip(self.repeats, self.runs, strict=False)):
+            raise ConfigError("a comparison's repeats must hold each variant's runs, "
+                              "repeat 0 first: give repeats=((run, ...), ...) in the "
+                              "variants' order")
 
     @property
     def labels(self) -> tuple[str, ...]:

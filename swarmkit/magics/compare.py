@@ -174,9 +174,7 @@ class ComparisonHandle(SwarmHandle):
         runs = [engine.run for engine in runner.engines]
         if any(run is None for run in runs):
             return None
-        return Comparison(self.task, runner.variants,
-                          tuple(Run.of(run) for run in runs if run is not None),
-                          shared_calls=runner.shared.served)
+        return runner.comparison_of(self.task, [Run.of(run) for run in runs if run is not None])
 
     def __repr__(self) -> str:
         state = self.state

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,3 +159,56 @@ def test_every_variant_is_scored_and_an_identical_judge_call_is_sent_once() -> N
     for run in comparison.runs:
         assert [(s.name, s.score) for s in run.scores] == [("contains('merging')", 1.0),
                                                            ("judge", 0.8)]
+
+
+def test_repeats_are_distinct_live_calls_and_a_rerun_is_served_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    variants = [{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}]
+    cached = {"cache": True, "history": True, "history_path": str(tmp_path / "history.db")}
+    with FakeServer(plan_tasks=2) as server:
+        first = swarmkit.compare_sync("Summarise the report", variants=variants, repeat=3,
+                                      **options(server, **cached))
+        counts = server.counts_by_step()
+        seeds = sorted({r.body.get("seed") for r in server.requests}, key=str)
+        sent = server.count()
+        again = swarmkit.compare_sync("Summarise the report", variants=variants, repeat=3,
+                                      **options(server, **cached))
+        resent = server.count() - sent
+    # Each repeat plans, works and reduces on its own seed: three of everything, the
+    # planner and workers still shared by the two variants within a repeat.
+    assert counts["planner"] == 3 and counts["reducer"] == 2 * 3
+    assert sum(n for step, n in counts.items() if step.startswith("worker")) == 3 * 2
+    assert seeds == [1, 2, None]  # repeat 0 sends no seed: it is the config unchanged
+    assert [len(group) for group in first.repeats] == [3, 3]
+    assert first.runs == tuple(group[0] for group in first.repeats)
+    assert len({run.run_id for group in first.repeats for run in group}) == 6
+    assert [run.config["planner"]["seed"] for run in first.repeats[1]] == [None, 1, 2]
+    # The same comparison again: every call of every repeat from the cache, none sent.
+    assert resent == 0
+    assert {c.source for group in again.repeats for run in group for c in run.calls} \
+        == {"cache"}
+    assert [run.answer for run in again.runs] == [run.answer for run in first.runs]
+
+
+def test_a_given_seed_is_offset_per_repeat_and_one_repeat_changes_nothing() -> None:
+    variants = [{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}]
+    with FakeServer(plan_tasks=1) as server:
+        seeded = swarmkit.compare_sync("Summarise", variants=variants, repeat=2, seed=7,
+                                       **options(server))
+        planner_seeds = sorted(r.body["seed"] for r in server.requests
+                               if r.step == "planner")
+        server.clear()
+        single = swarmkit.compare_sync("Summarise", variants=variants, **options(server))
+        assert all("seed" not in r.body for r in server.requests)
+    assert planner_seeds == [7, 8]
+    assert [len(group) for group in seeded.repeats] == [2, 2]
+    assert single.repeats == tuple((run,) for run in single.runs)
+
+
+def test_a_replay_of_a_repeated_comparison_needs_a_cassette_per_repeat() -> None:
+    with FakeServer() as server:
+        with pytest.raises(ConfigError, match=r"one cassette per variant and repeat \(4\)"):
+            swarmkit.compare_sync("task", variants=[{"model": "a"}, {"model": "b"}],
+                                  repeat=2, replay=["a.json", "b.json"], **options(server))
+        assert server.count() == 0
