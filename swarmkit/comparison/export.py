@@ -51,8 +51,9 @@ from ..export.exporter import (
 )
 from ..export.replaycells import Recording, check_shown, first_changed_line
 from ..store.cassette import Cassette
+from .figures import live_latencies, percentile
 from .variants import Variant, variants_of
-from .view import ComparisonView, live_latencies, percentile
+from .view import ComparisonView
 
 if TYPE_CHECKING:
     import nbformat

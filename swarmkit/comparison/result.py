@@ -17,8 +17,10 @@ from ..api.result import Run
 from ..errors import ConfigError
 from ..export.exporter import ExportResult
 from .export import export_comparison
+from .figures import ComparisonTable, comparison_rows
+from .scores import ScoreRow, scores_frame, summaries
 from .variants import Variant
-from .view import ComparisonTable, ComparisonView, comparison_rows
+from .view import ComparisonView
 
 if TYPE_CHECKING:
     import pandas
@@ -76,9 +78,27 @@ class Comparison:
 
     def table(self) -> ComparisonTable:
         """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
-        p95 (of the calls made live: ``swarmkit.comparison.view.live_latencies``), and an
-        excerpt of the answer."""
-        return ComparisonTable(self.labels, self.runs)
+        p95 (of the calls made live: ``swarmkit.comparison.view.live_latencies``), each
+        score's mean over the variant's repeats (a column ``<name> mean`` per check, and
+        ``judge mean``; none when nothing was scored), and an excerpt of the answer."""
+        return ComparisonTable(self.labels, self.runs,
+                               summaries(self.score_rows(), self.labels))
+
+    def score_rows(self) -> list[ScoreRow]:
+        """Every run's scores, variant by variant and repeat by repeat: a check's named
+        as it is (its function's ``__name__`` or the name given), the judge's ``judge``.
+        The reason is the score's error when there is one (a check that raised, a judge
+        reply that held no score), so a 0 or a missing score says why."""
+        return [ScoreRow(label, repeat, "judge" if score.kind == "judge" else score.name,
+                         None if score.score is None else float(score.score),
+                         score.error or score.reason)
+                for label, group in zip(self.labels, self.repeats, strict=True)
+                for repeat, run in enumerate(group) for score in run.scores]
+
+    def scores(self) -> pandas.DataFrame:
+        """One row per score of every run (needs pandas): columns variant, repeat (from
+        0), check, score (0 to 1; None when it could not be taken) and reason."""
+        return scores_frame(self.score_rows())
 
     def to_dataframe(self) -> pandas.DataFrame:
         """One row per variant (needs pandas), the variant's options as columns too.

@@ -212,3 +212,49 @@ def test_a_replay_of_a_repeated_comparison_needs_a_cassette_per_repeat() -> None
             swarmkit.compare_sync("task", variants=[{"model": "a"}, {"model": "b"}],
                                   repeat=2, replay=["a.json", "b.json"], **options(server))
         assert server.count() == 0
+
+
+def test_scores_are_a_frame_of_every_repeat_and_the_table_gains_their_means() -> None:
+    def short(answer: str) -> bool:
+        return len(answer) < 10
+
+    def broken(answer: str) -> bool:
+        raise RuntimeError("no dictionary here")
+
+    with FakeServer(plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise the report",
+            variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+            checks=[Check.contains("merging"), short, broken], repeat=2,
+            **options(server, judge="gpt-4.1-mini"))
+    frame = comparison.scores()
+    assert list(frame.columns) == ["variant", "repeat", "check", "score", "reason"]
+    assert len(frame) == 2 * 2 * 4  # variants x repeats x (three checks and the judge)
+    first = frame[(frame["variant"] == comparison.labels[0]) & (frame["repeat"] == 1)]
+    assert first[["check", "score"]].values.tolist() == [
+        ["contains('merging')", 1.0], ["short", 0.0], ["broken", 0.0], ["judge", 0.8]]
+    reasons = dict(zip(first["check"], first["reason"], strict=True))
+    assert reasons["broken"] == "RuntimeError: no dictionary here"
+    assert sorted(set(frame["repeat"])) == [0, 1]
+    table = comparison.table()
+    assert table.headers[-5:] == ("contains('merging') mean", "short mean", "broken mean",
+                                  "judge mean", "answer")
+    header, _rule, *lines = table.text().splitlines()
+    assert "judge mean" in header and len(lines) == 2
+    assert all(" 1.00 " in line and " 0.80 " in line for line in lines)
+    assert "<th>judge mean</th>" in table.html()
+
+
+def test_an_unscored_comparison_has_an_empty_frame_and_the_table_it_had() -> None:
+    from swarmkit.comparison.figures import ComparisonTable
+
+    with FakeServer(plan_tasks=1) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise", variants=[{"reducer_prompt": "One line."},
+                                   {"reducer_prompt": "A table."}], **options(server))
+    assert comparison.scores().empty
+    assert list(comparison.scores().columns) == ["variant", "repeat", "check", "score",
+                                                 "reason"]
+    assert comparison.table().headers == ComparisonTable.HEADERS
+    assert comparison.table().text() == ComparisonTable(comparison.labels,
+                                                        comparison.runs).text()
