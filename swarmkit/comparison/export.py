@@ -247,7 +247,7 @@ class ComparedCells:
         shown = check_shown(cell, "execute_result", "the replay of the comparison",
                             "its side-by-side view")
         # IPython's plain-text repr of a cell's value drops its final line break.
-        view = ComparisonView([v.label for v in self.variants], runs).text()
+        view = ComparisonView.replayed([v.label for v in self.variants], runs).text()
         difference = first_changed_line(view.rstrip("\n"), shown.rstrip("\n"))
         if difference is not None:
             raise ExportError(f"the replay of the comparison does not reproduce its view "

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..export.exporter import ExportResult
 from .export import export_comparison
 from .figures import ComparisonTable, comparison_rows
-from .scores import ScoreRow, scores_frame, summaries
+from .scores import ScoreRow, score_rows, scores_frame, summaries
 from .variants import Variant
 from .view import ComparisonView
 
@@ -73,8 +73,10 @@ class Comparison:
         return len(self.runs)
 
     def view(self) -> ComparisonView:
-        """The side-by-side view (what the cell shows)."""
-        return ComparisonView(self.labels, self.runs)
+        """The side-by-side view (what the cell shows); with scores, its scores block
+        summarises every repeat."""
+        return ComparisonView(self.labels, self.runs,
+                              summaries(self.score_rows(), self.labels))
 
     def table(self) -> ComparisonTable:
         """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
@@ -85,15 +87,8 @@ class Comparison:
                                summaries(self.score_rows(), self.labels))
 
     def score_rows(self) -> list[ScoreRow]:
-        """Every run's scores, variant by variant and repeat by repeat: a check's named
-        as it is (its function's ``__name__`` or the name given), the judge's ``judge``.
-        The reason is the score's error when there is one (a check that raised, a judge
-        reply that held no score), so a 0 or a missing score says why."""
-        return [ScoreRow(label, repeat, "judge" if score.kind == "judge" else score.name,
-                         None if score.score is None else float(score.score),
-                         score.error or score.reason)
-                for label, group in zip(self.labels, self.repeats, strict=True)
-                for repeat, run in enumerate(group) for score in run.scores]
+        """Every repeat's scores as rows (``swarmkit.comparison.scores.score_rows``)."""
+        return score_rows(self.labels, self.repeats)
 
     def scores(self) -> pandas.DataFrame:
         """One row per score of every run (needs pandas): columns variant, repeat (from

@@ -25,8 +25,10 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["MIN_REPEATS_FOR_A_WINNER", "ScoreRow", "ScoreSummary", "scores_frame",
-           "summaries", "winner"]
+    from ..record.runrecord import RunRecord
+
+__all__ = ["MIN_REPEATS_FOR_A_WINNER", "ScoreRow", "ScoreSummary", "score_rows",
+           "scores_frame", "summaries", "winner"]
 
 MIN_REPEATS_FOR_A_WINNER = 2
 FRAME_COLUMNS = ("variant", "repeat", "check", "score", "reason")
@@ -66,6 +68,23 @@ class ScoreSummary:
     @property
     def interval(self) -> tuple[float, float]:
         return self.mean - self.spread, self.mean + self.spread
+
+
+def score_rows(labels: Sequence[str],
+               repeats: Sequence[Sequence[RunRecord]]) -> list[ScoreRow]:
+    """Every run's scores, variant by variant (``labels``, one per group of ``repeats``)
+    and repeat by repeat: a check's named as it is (its function's ``__name__`` or the
+    name given), the judge's ``judge``. The reason is the score's error when there is one
+    (a check that raised, a judge reply that held no score), so a 0 or a missing score
+    says why."""
+    if len(labels) != len(repeats):
+        raise ConfigError(f"score rows need one label per variant: got {len(labels)} "
+                          f"labels for {len(repeats)} variants")
+    return [ScoreRow(label, repeat, "judge" if score.kind == "judge" else score.name,
+                     None if score.score is None else float(score.score),
+                     score.error or score.reason)
+            for label, group in zip(labels, repeats, strict=True)
+            for repeat, run in enumerate(group) for score in run.scores]
 
 
 def _summary(variant: str, name: str, rows: Sequence[ScoreRow]) -> ScoreSummary:

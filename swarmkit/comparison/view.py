@@ -39,6 +39,8 @@ from .figures import (
     percentile,
     workers_by_status,
 )
+from .scores import ScoreSummary, score_rows, summaries
+from .scoreview import ScoresView
 
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
@@ -81,13 +83,25 @@ def _esc(text: object) -> str:
 class ComparisonView(Rendered):
     """The variants side by side; differences from the first (the baseline) marked."""
 
-    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
+    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord],
+                 scores: Sequence[ScoreSummary] = ()) -> None:
         check_labels(labels, runs)
         if not runs:
             raise ConfigError("a comparison needs at least one run")
         self.labels = list(labels)
         self.runs = list(runs)
         self.rows = comparison_rows(labels, runs)
+        # No score at all: no block, so an unscored view reads as it always did.
+        self.scores = ScoresView(scores) if scores else None
+
+    @classmethod
+    def replayed(cls, labels: Sequence[str], runs: Sequence[RunRecord]) -> ComparisonView:
+        """The view a replay of ``runs``' recordings shows (what an export checks): the
+        judge's scores, one repeat each, and no check's, since a replay cell runs none
+        (checks are the notebook's functions, not in the recorded options)."""
+        rows = [row for row in score_rows(labels, [(run,) for run in runs])
+                if row.name == "judge"]
+        return cls(labels, runs, summaries(rows, labels))
 
     # -- what is compared --------------------------------------------------------------
 
@@ -169,6 +183,8 @@ class ComparisonView(Rendered):
                                                                  strict=True)]
         parts += [render_table(table, ("variant", *FIGURE_HEADERS), "simple"),
                   LATENCY_NOTE, ""]
+        if self.scores is not None:
+            parts += [self.scores.text(), ""]
         if self.same_plan:
             parts += self._plan_text(0, f"same plan for every variant "
                                         f"({len(self.runs[0].plan)} sub-tasks)"
@@ -228,6 +244,7 @@ class ComparisonView(Rendered):
         return (f'<div class="swarmkit swarmkit-compare">{STYLE}{_CSS}'
                 f"<p><b>{_esc(self._title())}</b><br>"
                 f'<span class="sk-note">{_esc(LATENCY_NOTE)}</span></p>'
+                f"{'' if self.scores is None else self.scores.html()}"
                 f'<div class="sk-scroll"><div class="sk-cmp" '
                 f'style="grid-template-columns:{columns}">{body}</div></div></div>')
 

@@ -182,3 +182,22 @@ def test_errors_are_one_line_and_write_nothing(server: FakeServer, tmp_path: Pat
     for error in (wrong, suffix, leak):
         assert len(str(error.value).splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scored_comparison_exports_its_judge_scores_and_passes_nbval(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    from swarmkit import Check
+
+    comparison = compare(server, checks=[Check.contains("merging")], judge="fake-model")
+    result = comparison.export(tmp_path / "scored.ipynb")
+    [output] = code_cells(result.notebook)[-1].outputs
+    shown = output["data"]["text/plain"]
+    # The judge's calls are recorded and replayed, so its scores are in the replay's
+    # view; the checks are the notebook's functions, which the replay cell does not run.
+    assert "\nscores\n" in shown and "\njudge " in shown
+    assert "contains('merging')" in str(comparison) and "contains('merging')" not in shown
+    env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
+    checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "2 passed" in checked.stdout

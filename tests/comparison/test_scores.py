@@ -1,13 +1,20 @@
-"""A comparison's scores: summaries over repeats and the winner rule."""
+"""A comparison's scores: summaries over repeats, the winner rule, and the scores block
+of the side-by-side view (shown only when something was scored)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
+import swarmkit
+from swarmkit import Check
+from swarmkit.comparison.result import Comparison
 from swarmkit.comparison.scores import ScoreRow, scores_frame, summaries, winner
 from swarmkit.errors import ConfigError
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from tests.support.fakekey import run_options
 
 VARIANTS = ["short", "long"]
 
@@ -111,3 +118,64 @@ def test_a_score_not_taken_is_counted_in_its_own_column() -> None:
 
     view = ScoresView(summaries(rows("judge", short=[1.0, None], long=[1.0, 1.0]), VARIANTS))
     assert "not scored" in view.text().splitlines()[1]
+
+
+def _by_prompt(request: FakeRequest) -> FakeReply | None:
+    """The reducer answers in its prompt's words, so a check can tell the variants apart."""
+    if request.role == "reducer":
+        system = str(request.messages[0].get("content"))
+        return FakeReply(content="A table of it." if "table" in system else "One line.")
+    return None
+
+
+def _compared(server: FakeServer, **extra: Any) -> Comparison:
+    return swarmkit.compare_sync(
+        "Summarise the report",
+        variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+        **run_options(server, history=False, **extra))
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_a_scored_comparison_view_has_the_scores_block_and_marks_the_winner() -> None:
+    from swarmkit.comparison.scoreview import WINNER_RULE, ScoresView
+
+    with FakeServer(_by_prompt, plan_tasks=1) as server:
+        comparison = _compared(server, checks=[Check.contains("table")], repeat=2)
+    block = ScoresView(summaries(comparison.score_rows(), comparison.labels))
+    text, page = comparison.view().text(), comparison.view().html()
+    assert block.text() in text and WINNER_RULE in text
+    # The block sits after the figures, before the plan.
+    assert text.index("p50 / p95") < text.index("\nscores\n") < text.index("plan")
+    winner_line = next(line for line in text.splitlines() if line.endswith("winner"))
+    assert winner_line.split()[:2] == ["reducer_prompt=A", "table."]
+    assert block.html() in page and page.count('class="sk-winner"') == 1
+    assert str(comparison) == text
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_an_unscored_view_has_no_scores_block() -> None:
+    from swarmkit.comparison.view import ComparisonView
+
+    with FakeServer(_by_prompt, plan_tasks=1) as server:
+        comparison = _compared(server)
+    view = comparison.view()
+    assert view.scores is None
+    assert "scores" not in view.text() and "sk-winner" not in view.html()
+    assert view.text() == ComparisonView(comparison.labels, comparison.runs, ()).text()
+
+
+@pytest.mark.usefixtures("fake_key")
+def test_the_replayed_view_keeps_the_judge_and_leaves_the_checks_out() -> None:
+    from swarmkit.comparison.view import ComparisonView
+
+    with FakeServer(_by_prompt, plan_tasks=1) as server:
+        judged = _compared(server, judge="gpt-4.1-mini")
+        checked = _compared(server, checks=[Check.contains("table")], judge="gpt-4.1-mini")
+    # What an export's check rebuilds from the recordings: a judged view as the cell's.
+    rebuilt = ComparisonView.replayed(judged.labels, judged.runs)
+    assert rebuilt.text() == judged.view().text() and rebuilt.html() == judged.view().html()
+    assert "one run per variant: no spread, so no winner" in rebuilt.text()
+    # A replay cell runs no check (they are the notebook's functions): judge rows only.
+    replayed = ComparisonView.replayed(checked.labels, checked.runs).text()
+    assert "contains('table')" in checked.view().text()
+    assert "contains('table')" not in replayed and "\njudge " in replayed
