@@ -258,3 +258,19 @@ def test_an_unscored_comparison_has_an_empty_frame_and_the_table_it_had() -> Non
     assert comparison.table().headers == ComparisonTable.HEADERS
     assert comparison.table().text() == ComparisonTable(comparison.labels,
                                                         comparison.runs).text()
+
+
+def test_a_comparison_whose_repeats_do_not_start_with_its_runs_is_refused() -> None:
+    from swarmkit.comparison.result import Comparison
+
+    with FakeServer(plan_tasks=1) as server:
+        made = swarmkit.compare_sync(
+            "Summarise", variants=[{"reducer_prompt": "One line."},
+                                   {"reducer_prompt": "A table."}], repeat=2,
+            **options(server))
+    swapped = (made.repeats[0][::-1], made.repeats[1])
+    with pytest.raises(ConfigError, match="repeat 0 first") as caught:
+        Comparison(made.task, made.variants, made.runs, repeats=swapped)
+    assert len(str(caught.value).splitlines()) == 1
+    kept = Comparison(made.task, made.variants, made.runs, repeats=made.repeats)
+    assert kept.repeats == made.repeats and kept[1] is made.runs[1]
