@@ -14,11 +14,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from common import KEY_ENV, ROOT, child_env, child_json, fake_server, new_history
 from kernel import load_ext_in_kernel, magic_available
 
-__all__ = ["LOAD_EXT_SCRIPT", "load_ext_times", "machine_line", "report_all"]
+__all__ = ["LOAD_EXT_SCRIPT", "load_ext_once", "load_ext_times", "machine_line", "report_all"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,21 +60,34 @@ def machine_line() -> str:
             f"{time.strftime('%Y-%m-%d')}, swarmkit {commit}, load average {load:.1f}")
 
 
+def load_ext_once(url: str | None = None, tree: Path | None = None) -> dict[str, Any]:
+    """One fresh ``python`` process with an IPython shell: ``%load_ext swarmkit`` and,
+    with ``url``, the first ``%%swarm`` cell after it (``LOAD_EXT_SCRIPT``'s figures:
+    ``wall``, ``first``, ``modules``). ``tree``: that folder's swarmkit alone on
+    PYTHONPATH instead of the checkout's."""
+    history = new_history()
+    env = child_env(history)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    argv = [sys.executable, "-c", LOAD_EXT_SCRIPT, *([url, KEY_ENV] if url else [])]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env,
+                          cwd=history.parent, timeout=120, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["openai"]:
+        raise RuntimeError(f"%load_ext swarmkit imported openai ({tree or ROOT}); "
+                           "it must stay lazy")
+    return result
+
+
 def load_ext_times(times: int, url: str | None = None) -> list[tuple[float, float | None]]:
-    """``%load_ext swarmkit`` in fresh ``python`` processes with an IPython shell, and
-    with ``url``, the first ``%%swarm`` cell after it: (load s, first cell s or None).
+    """``%load_ext swarmkit`` ``times`` times (``load_ext_once``): (load s, first cell s
+    or None).
 
     Both, because a module swarmkit imports at load is one the first cell no longer
     imports: what a user waits for is the sum."""
     walls = []
     for _ in range(times):
-        history = new_history()
-        argv = [sys.executable, "-c", LOAD_EXT_SCRIPT, *([url, KEY_ENV] if url else [])]
-        done = subprocess.run(argv, capture_output=True, text=True, env=child_env(history),
-                              cwd=history.parent, timeout=120, check=True)
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        if result["openai"]:
-            raise RuntimeError("%load_ext swarmkit imported openai; it must stay lazy")
+        result = load_ext_once(url)
         walls.append((float(result["wall"]), result["first"]))
     return walls
 

@@ -17,7 +17,6 @@ imported the whole run machinery at load.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the benchmark modules, then swarmkit itself
 
-from common import KEY_ENV, ROOT, child_env, fake_server, new_history  # noqa: E402
-from extras import LOAD_EXT_SCRIPT, machine_line  # noqa: E402
+from common import ROOT, fake_server  # noqa: E402
+from extras import load_ext_once, machine_line  # noqa: E402
 
 __all__ = ["main"]
 
@@ -49,15 +48,7 @@ def unpack(rev: str, into: Path) -> Path:
 
 def one_load(tree: Path, url: str) -> dict[str, float]:
     """One fresh process of ``tree``'s swarmkit: load, first cell, modules at load."""
-    history = new_history()
-    env = child_env(history)
-    env["PYTHONPATH"] = str(tree)  # this tree only, not the checkout's
-    done = subprocess.run([sys.executable, "-c", LOAD_EXT_SCRIPT, url, KEY_ENV],
-                          capture_output=True, text=True, env=env, cwd=history.parent,
-                          timeout=120, check=True)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if result["openai"]:
-        raise RuntimeError(f"%load_ext swarmkit imported openai ({tree})")
+    result = load_ext_once(url, tree)
     return {"load": result["wall"], "total": result["wall"] + result["first"],
             "modules": result["modules"]}
 
