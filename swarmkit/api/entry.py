@@ -209,6 +209,10 @@ async def run(
     if not task.strip() and options.get("resume") is None:
         raise ConfigError("run: the task is empty; give one (or resume=RUN to continue "
                           "an earlier run)")
+    if options.get("repeat") not in (None, 1):
+        raise ConfigError(f"run: repeat={options['repeat']!r} repeats the variants of a "
+                          "comparison; use swarmkit.compare(task, variants=[...], "
+                          "repeat=K), or drop repeat= for one run")
     engine = await create_engine(config=config, sinks=sinks, env=env, task=task, **options)
     try:
         return await engine.execute(task)

@@ -13,8 +13,9 @@ so a request two variants both send is made once; every variant reserves from on
 built from ``config.for_repeat(r)``, so each repeat sends its own seed (repeat 0 is the
 variant's config itself). The seed is in the request, so the repeats are distinct calls
 (never shared with each other), and a re-run of the comparison asks the same requests,
-which the cache serves. The engines are in variant-major order; only repeat 0 gets the
-variant's live sinks (its dashboard lane).
+which the cache serves. The engines are in variant-major order, and so are the live
+sinks: ``sinks_for(i, variant)`` is asked for run ``i`` (variant 0's repeats, then
+variant 1's), so each repeat has a dashboard lane of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from .variants import MAX_VARIANTS, Variant, check_count, variants_of
 
 __all__ = ["ComparisonRunner", "compare", "compare_sync"]
 
-# Sinks for variant i (its dashboard lane, say), given its index and Variant.
+# Sinks for run i (its dashboard lane, say): its index in variant-major order (the
+# variant's index when no variant repeats) and its Variant.
 SinksFor = Callable[[int, Variant], Sequence[Sink]]
 
 # What create_engine takes apart from the config (the tool loop, the checks, a stored plan
@@ -92,11 +94,10 @@ class ComparisonRunner:
         shared = SharedCalls()
         engines: list[Engine] = []
         try:
-            for index, (variant, variant_config) in enumerate(zip(found, configs, strict=True)):
+            for variant, variant_config in zip(found, configs, strict=True):
                 own = {k: v for k, v in variant.options if k in _ENGINE_KEYS}
                 for repeat in range(variant_config.repeat):
-                    sinks = (sinks_for(index, variant)
-                             if sinks_for is not None and repeat == 0 else ())
+                    sinks = sinks_for(len(engines), variant) if sinks_for is not None else ()
                     try:
                         engine = await create_engine(
                             config=variant_config.for_repeat(repeat), sinks=sinks, env=env,

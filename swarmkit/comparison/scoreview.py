@@ -66,6 +66,8 @@ class ScoresView(Rendered):
                 if header not in ("spread", "") or self.repeated]
         if not any(row[6] for row in rows):
             keep.remove(6)
+        if 7 in keep and not any(row[7] for row in rows):
+            keep.remove(7)  # repeated, but no winner: no empty mark column
         return tuple(_HEADERS[i] for i in keep), [tuple(row[i] for i in keep) for row in rows]
 
     def note(self) -> str:

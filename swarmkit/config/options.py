@@ -198,9 +198,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("judge", "model", "model that scores the answer against the rubric, 0-10 (no judge "
        "when unset; model= does not set it)", "NAME", on="magic config cli"),
     _o("rubric", "text", "what the judge scores the answer against (default: correct, "
-       "complete and clear for the task)", "TEXT", on="magic config cli"),
+       "complete and clear for the task); in %%swarm, @name takes a notebook variable's",
+       "TEXT", on="magic config cli"),
     _o("repeat", "int", "run each variant of a --compare this many times", "K",
-       on="magic config cli"),
+       on="magic config"),
     _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
        "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
     # options without a %%swarm flag (set them with %swarm config)

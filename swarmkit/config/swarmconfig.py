@@ -171,6 +171,9 @@ class SwarmConfig:
     judge_base_url: str | None = None  # None: the reducer's
     judge_api_key_env: tuple[str, ...] = ()  # empty: the reducer's
     rubric: str | None = None
+    # The judge's seed: None, except in repeat i of a comparison (for_repeat), where it is
+    # i, so each repeat's judge call is its own and the judge's spread is measured too.
+    judge_seed: int | None = None
     # How many times a comparison runs each variant (swarmkit.comparison).
     repeat: int = 1
 
@@ -182,9 +185,9 @@ class SwarmConfig:
     def for_repeat(self, index: int) -> SwarmConfig:
         """The config of repeat ``index`` (0 to ``repeat`` - 1) of a comparison's variant:
         repeat 0 is this config itself (so ``repeat=1`` changes nothing), and repeat i
-        gives every role the seed ``seed + i`` (``i`` when unset). The seed is part of a
-        request's fingerprint, so the repeats are distinct calls, and a re-run of the same
-        repeats asks the same requests, which the cache then serves."""
+        gives every role the seed ``seed + i`` (``i`` when unset), the judge too. The seed
+        is part of a request's fingerprint, so the repeats are distinct calls, and a re-run
+        of the same repeats asks the same requests, which the cache then serves."""
         if not 0 <= index < self.repeat:
             raise ConfigError(f"repeat {index} is not one of this config's {self.repeat} "
                               f"repeats; give 0 to {self.repeat - 1}")
@@ -192,7 +195,7 @@ class SwarmConfig:
             return self
         seeded = {role: replace(self.role(role), seed=(self.role(role).seed or 0) + index)
                   for role in ROLES}
-        return replace(self, **seeded)
+        return replace(self, **seeded, judge_seed=(self.judge_seed or 0) + index)
 
     @property
     def judge_role(self) -> RoleConfig:
@@ -202,7 +205,7 @@ class SwarmConfig:
         base_url = self.reducer.base_url if self.judge_base_url is None else self.judge_base_url
         return RoleConfig(model=self.judge, base_url=base_url,
                           api_key_env=self.judge_api_key_env or self.reducer.api_key_env,
-                          max_tokens=JUDGE_MAX_TOKENS)
+                          max_tokens=JUDGE_MAX_TOKENS, seed=self.judge_seed)
 
     @property
     def models(self) -> dict[str, str]:
@@ -225,7 +228,7 @@ class SwarmConfig:
             del data["auto_local"]
         # Without a judge (or repeats) nothing of them is written, so an unscored run's
         # config, cassette and history row read exactly as before scoring existed.
-        for name in ("judge", "judge_base_url", "judge_api_key_env", "rubric"):
+        for name in ("judge", "judge_base_url", "judge_api_key_env", "rubric", "judge_seed"):
             del data[name]
         if self.judge is not None:
             role = self.judge_role
@@ -256,6 +259,7 @@ class SwarmConfig:
             values["judge"] = judge.get("model")
             values["judge_base_url"] = judge.get("base_url")
             values["judge_api_key_env"] = tuple(judge.get("api_key_env") or ())
+            values["judge_seed"] = judge.get("seed")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 

@@ -20,13 +20,13 @@ from ..config.outputschema import schema_fields
 from ..credentials.scrub import one_line
 from ..record.rows import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
-from .drilldown import planner_details, reducer_details, worker_details
+from .drilldown import judge_details, planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses
 from .markdown import markdown_html
 from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table, render_table
-from .tablerows import TASK_WIDTH, data_cell, tool_row, worker_row
+from .tablerows import SCORE_HEADERS, TASK_WIDTH, data_cell, score_row, tool_row, worker_row
 from .theme import STYLE, row_class
 from .timeline import timeline_svg
 from .truncation import (
@@ -256,6 +256,9 @@ class RunTables(Rendered):
         if run.tool_calls:
             cut = self._tool_cut
             parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
+        if run.scores:
+            parts += ["scores", render_table([score_row(score) for score in run.scores],
+                                             SCORE_HEADERS, "simple"), ""]
         if run.answer is not None:
             warning = self.answer_warning()
             parts += ["answer", *([warning] if warning else []), run.answer]
@@ -288,6 +291,9 @@ class RunTables(Rendered):
             ]
         elif self.mapped_only:
             parts.append(f"<p>{html.escape(NO_REDUCER_NOTE)}</p>")
+        if run.scores:
+            parts += ["<p><b>scores</b></p>", html_table(
+                [score_row(score) for score in run.scores], SCORE_HEADERS, css="sk-scores")]
         if run.calls:
             parts += ["<p><b>by role</b></p>",
                       html_table(self.role_rows(), self.role_headers, css="sk-roles")]
@@ -297,7 +303,8 @@ class RunTables(Rendered):
         if run.workers:
             cut = self._worker_cut
             parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
-        drill = [d for d in (planner_details(run), reducer_details(run)) if d]
+        drill = [d for d in (planner_details(run), reducer_details(run), judge_details(run))
+                 if d]
         if drill:
             parts.append(f'<div class="sk-drill">{"".join(drill)}</div>')
         if run.tool_calls:

@@ -106,6 +106,9 @@ def _table_flags() -> list[Flag]:
         elif row.kind == "checks":
             flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
                               metavar=row.metavar, resolve=_checks))
+        elif row.name == "rubric":
+            flags.append(Flag(row.flag_name, row.help, option=row.name, metavar=row.metavar,
+                              resolve=_rubric))
         else:
             flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
                       for flag, name, help_text in row.flags("magic")]
@@ -142,6 +145,21 @@ def _checks(value: str, namespace: Mapping[str, Any]) -> list[Check]:
         except ConfigError as exc:
             raise UsageError(f"%%swarm: --check {name}: {exc}") from None
     return chosen
+
+
+def _rubric(value: str, namespace: Mapping[str, Any]) -> str:
+    """``--rubric TEXT``, or ``--rubric @name``: the text a notebook variable holds."""
+    if not value.startswith("@"):
+        return value
+    name = value[1:]
+    found = namespace.get(name) if name.isidentifier() else None
+    if not isinstance(found, str) or not found.strip():
+        what = ("no such name" if found is None else
+                "an empty text" if isinstance(found, str) else f"a {type(found).__name__}")
+        raise UsageError(f"%%swarm: --rubric {value}: {what} in the notebook; define "
+                         f"{name if name.isidentifier() else 'rubric'} = 'what a good answer "
+                         "does' first")
+    return found
 
 
 def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:

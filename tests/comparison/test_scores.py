@@ -103,6 +103,17 @@ def test_the_scores_block_marks_the_winner_in_text_and_html() -> None:
     assert "contains(&#x27;Paris&#x27;)" in page  # names are escaped
 
 
+def test_repeats_without_a_winner_keep_the_spread_but_draw_no_mark_column() -> None:
+    from swarmkit.comparison.scoreview import WINNER_RULE, ScoresView
+
+    view = ScoresView(summaries(rows("judge", short=[0.6, 0.9], long=[0.7, 0.8]), VARIANTS))
+    lines = view.text().splitlines()
+    assert lines[1].split() == ["score", "variant", "mean", "spread", "range", "repeats"]
+    assert lines[-1] == WINNER_RULE
+    assert all(len(line.split()) in (5, 6) for line in lines[3:-1])
+    assert "<th></th>" not in view.html() and 'class="sk-winner"' not in view.html()
+
+
 def test_one_repeat_shows_scores_without_spread_or_winner() -> None:
     from swarmkit.comparison.scoreview import ScoresView
 

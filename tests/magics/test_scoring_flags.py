@@ -23,7 +23,7 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     monkeypatch.setenv("SWARMKIT_HISTORY", str(tmp_path / "history.db"))
     ip = swarm_shell()
     yield ip
-    for name in ("r", "short", "merged", "text"):
+    for name in ("r", "short", "merged", "text", "rubric", "blank"):
         ip.user_ns.pop(name, None)
 
 
@@ -57,6 +57,53 @@ def test_a_name_that_is_no_check_is_one_line(shell: InteractiveShell, names: str
     with pytest.raises(UsageError, match=message) as caught:
         shell.run_cell_magic("swarm", f"--model gpt-4.1-mini --check '{names}'", "a task")
     assert "\n" not in str(caught.value)
+
+
+def test_rubric_at_name_takes_the_notebooks_text(shell: InteractiveShell) -> None:
+    shell.user_ns["rubric"] = "Names every merged section, in order."
+    with FakeServer() as server:
+        shell.run_cell_magic(
+            "swarm", f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env "
+                     f"{KEY_ENV} --workers 2 --quiet --out r --judge judge-model "
+                     "--rubric @rubric", "Summarise the report")
+        (judged,) = [r for r in server.requests if r.step == "judge-0"]
+    assert "Names every merged section, in order." in judged.body["messages"][-1]["content"]
+    assert shell.user_ns["r"].config["rubric"] == "Names every merged section, in order."
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("@missing", "--rubric @missing: no such name in the notebook"),
+    ("@blank", "--rubric @blank: an empty text in the notebook"),
+    ("@short", "--rubric @short: a function in the notebook"),
+])
+def test_a_rubric_name_that_holds_no_text_is_one_line(shell: InteractiveShell, value: str,
+                                                      message: str) -> None:
+    def short(answer: str) -> bool:
+        return len(answer) < 200
+
+    shell.user_ns.update(blank="  ", short=short)
+    with pytest.raises(UsageError, match=message) as caught:
+        shell.run_cell_magic("swarm", f"--model gpt-4.1-mini --judge j --rubric {value}",
+                             "a task")
+    assert "\n" not in str(caught.value)
+
+
+def test_repeat_without_compare_is_one_line_and_a_sessions_repeat_waits_for_compare(
+        shell: InteractiveShell) -> None:
+    with pytest.raises(UsageError, match=r"--repeat runs each variant of a --compare K "
+                                         r"times; add --compare") as caught:
+        shell.run_cell_magic("swarm", "--model gpt-4.1-mini --repeat 3", "a task")
+    assert "\n" not in str(caught.value)
+    with FakeServer() as server:
+        shell.run_line_magic("swarm", "config repeat=3")
+        try:
+            shell.run_cell_magic(
+                "swarm", f"--model gpt-4.1-mini --base-url {server.base_url} --api-key-env "
+                         f"{KEY_ENV} --workers 2 --quiet --out r", "Summarise the report")
+        finally:
+            shell.run_line_magic("swarm", "config repeat=")
+    assert shell.user_ns["r"].status == "completed"
+    assert server.count("planner") == 1  # one run: the session's repeat is --compare's
 
 
 def test_a_judged_replay_cell_is_judged_live_too_under_swarmkit_live(
