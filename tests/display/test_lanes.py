@@ -14,11 +14,11 @@ import swarmkit
 from swarmkit import Check
 from swarmkit.comparison.runner import ComparisonRunner
 from swarmkit.config.swarmconfig import SwarmConfig
-from swarmkit.engine.background import run_blocking
 from swarmkit.display.flusher import FLUSHER_NAME
 from swarmkit.display.lanes import lane_text
 from swarmkit.display.tablefmt import format_cost, format_tokens
 from swarmkit.display.widget import CompareDashboard
+from swarmkit.engine.background import run_blocking
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 from swarmkit.testing.synthetic import synthetic_events
