@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..api.result import Run
-from ..errors import ConfigError
+from ..errors import ConfigError, ExportError
 from ..export.exporter import ExportResult
 from .export import export_comparison
 from .figures import ComparisonTable, comparison_rows
@@ -75,8 +75,7 @@ class Comparison:
     def view(self) -> ComparisonView:
         """The side-by-side view (what the cell shows); with scores, its scores block
         summarises every repeat."""
-        return ComparisonView(self.labels, self.runs,
-                              summaries(self.score_rows(), self.labels))
+        return ComparisonView.of_repeats(self.labels, self.repeats)
 
     def table(self) -> ComparisonTable:
         """One row per variant: status, workers, tokens, cost, wall time, latency p50 /
@@ -112,13 +111,24 @@ class Comparison:
             row["run_id"] = run.run_id
         return pandas.DataFrame(rows)
 
+    @property
+    def repeat(self) -> int:
+        """How many runs each variant has (1 without ``repeat=``)."""
+        return len(self.repeats[0]) if self.repeats else 1
+
     def export(self, path: str | os.PathLike[str], **options: Any) -> ExportResult:
-        """Write ``path``, a notebook that replays the comparison offline, and one
-        cassette per variant beside it (``<name>.1.swarm.json``, ...). It never replaces
-        a file unless ``overwrite=True``; ``title=``, ``note=``, ``cassettes=``,
-        ``history_path=`` as for ``Run.export``."""
-        return export_comparison(self.task, self.variants, self.runs, path,
-                                 shared_calls=self.shared_calls, **options)
+        """Write ``path``, a notebook that replays the comparison offline (every repeat,
+        scored again), and one cassette per run beside it (``<name>.1.swarm.json``,
+        ...). It never replaces a file unless ``overwrite=True``; ``title=``, ``note=``,
+        ``cassettes=`` (one per run), ``history_path=`` as for ``Run.export``."""
+        counts = {len(group) for group in self.repeats}
+        if len(counts) != 1:
+            raise ExportError("cannot export a comparison whose variants ran different "
+                              "numbers of repeats; give every variant the same repeat=")
+        runs = [run for group in self.repeats for run in group]
+        return export_comparison(self.task, self.variants, runs, path,
+                                 shared_calls=self.shared_calls, repeat=self.repeat,
+                                 **options)
 
     def _repr_html_(self) -> str:
         return self.view().html()

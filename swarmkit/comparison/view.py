@@ -95,13 +95,12 @@ class ComparisonView(Rendered):
         self.scores = ScoresView(scores) if scores else None
 
     @classmethod
-    def replayed(cls, labels: Sequence[str], runs: Sequence[RunRecord]) -> ComparisonView:
-        """The view a replay of ``runs``' recordings shows (what an export checks): the
-        judge's scores, one repeat each, and no check's, since a replay cell runs none
-        (checks are the notebook's functions, not in the recorded options)."""
-        rows = [row for row in score_rows(labels, [(run,) for run in runs])
-                if row.name == "judge"]
-        return cls(labels, runs, summaries(rows, labels))
+    def of_repeats(cls, labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
+                   ) -> ComparisonView:
+        """The view of each variant's repeats (repeat 0 first): repeat 0 side by side,
+        and the scores block summarising every repeat."""
+        runs = [group[0] for group in repeats]
+        return cls(labels, runs, summaries(score_rows(labels, repeats), labels))
 
     # -- what is compared --------------------------------------------------------------
 

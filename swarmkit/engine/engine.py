@@ -110,7 +110,7 @@ class Engine:
         self.prices = prices or PriceTable.with_overrides(config.prices)
         self.run_id = run_id or new_run_id()
         self.started_at = started_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.recorder = RunRecordBuilder(record_type)
+        self.recorder = RunRecordBuilder(record_type, self.checks)
         self.sinks: list[Sink] = [self.recorder, *sinks]
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop

@@ -45,14 +45,17 @@ def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
 class RunRecordBuilder:
     """The sink that turns events into a ``RunRecord``; the only writer of its fields."""
 
-    def __init__(self, record_type: type[RunRecord] = RunRecord) -> None:
+    def __init__(self, record_type: type[RunRecord] = RunRecord,
+                 checks: tuple[object, ...] = ()) -> None:
         # The class to build: the user-facing ``swarmkit.Run`` when the caller is the api.
         self.record_type = record_type
+        self.checks = checks  # the engine's checks, kept on the record for an export
         self.run: RunRecord | None = None
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.run = self.record_type(event.run_id, event.task, event.config, event.started_at)
+            self.run.checks = self.checks
             return
         run = self.run
         if run is None:

@@ -59,6 +59,10 @@ class RunRecord:
     # What the checks and the judge made of the answer (checks=, judge=); older files
     # and unscored runs have none, and their JSON has no "scores" key at all.
     scores: tuple[ScoreRecord, ...] = ()
+    # The checks that scored this run (``swarmkit.Check`` values), in this process only:
+    # an export writes them into its notebook so the replay scores again. Never written
+    # to or read from JSON: a file must not hand export code to run.
+    checks: tuple[object, ...] = field(default=(), init=False, repr=False, compare=False)
     # The history database this record was read from (set by History.load_run only): where
     # export looks for its cassette. Never read from JSON, so a file cannot name one.
     history_file: Path | None = field(default=None, init=False, repr=False, compare=False)

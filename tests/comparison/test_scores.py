@@ -176,17 +176,20 @@ def test_an_unscored_view_has_no_scores_block() -> None:
 
 
 @pytest.mark.usefixtures("fake_key")
-def test_the_replayed_view_keeps_the_judge_and_leaves_the_checks_out() -> None:
+def test_a_view_of_kept_scores_keeps_the_judge_and_drops_the_checks_left_out() -> None:
     from swarmkit.comparison.view import ComparisonView
+    from swarmkit.export.checksource import kept_scores
 
     with FakeServer(_by_prompt, plan_tasks=1) as server:
         judged = _compared(server, judge="gpt-4.1-mini")
         checked = _compared(server, checks=[Check.contains("table")], judge="gpt-4.1-mini")
-    # What an export's check rebuilds from the recordings: a judged view as the cell's.
-    rebuilt = ComparisonView.replayed(judged.labels, judged.runs)
+    # The view of the repeats is the comparison's own view.
+    rebuilt = ComparisonView.of_repeats(judged.labels, judged.repeats)
     assert rebuilt.text() == judged.view().text() and rebuilt.html() == judged.view().html()
     assert "one run per variant: no spread, so no winner" in rebuilt.text()
-    # A replay cell runs no check (they are the notebook's functions): judge rows only.
-    replayed = ComparisonView.replayed(checked.labels, checked.runs).text()
+    # What an export that cannot write the check expects its replay to show: the judge.
+    kept = [(kept_scores(run, frozenset()),) for run in checked.runs]
+    replayed = ComparisonView.of_repeats(checked.labels, kept).text()
     assert "contains('table')" in checked.view().text()
     assert "contains('table')" not in replayed and "\njudge " in replayed
+    assert all(run.scores[0].name == "contains('table')" for run in checked.runs)  # kept
