@@ -9,7 +9,8 @@ run recorded it (the JSON schema's text; given tasks come from the cassette), ke
 variant's label with ``swarmkit.comparison.variants.Variant``. The common options are
 those that rebuild every variant's requests (``export.cellsource.replay_options``).
 ``repeat=K`` and the checks (``export.checksource``) are written when the comparison had
-them, so the replay scores every repeat again.
+them, so the replay scores every repeat again; so are ``judge=`` and ``rubric=``, which
+the replay takes from its cassettes, for the cell run live.
 """
 
 from __future__ import annotations
@@ -115,6 +116,22 @@ def written_options(variants: Sequence[Variant], configs: Sequence[Mapping[str, 
     return Written(typed, written, labels, plain)
 
 
+def _judging(configs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``judge=`` and ``rubric=`` as the recordings had them, when every variant shares
+    them. A replay takes its judge from the cassettes; the cell run live (``replay=``
+    deleted) needs them written."""
+    judges = {str((config.get("judge") or {}).get("model")) for config in configs
+              if isinstance(config.get("judge"), Mapping)}
+    if len(judges) != 1 or any(not isinstance(c.get("judge"), Mapping) for c in configs):
+        return {}
+    found: dict[str, Any] = {"judge": judges.pop()}
+    rubrics = {config.get("rubric") for config in configs}
+    rubric = rubrics.pop() if len(rubrics) == 1 else None
+    if isinstance(rubric, str):
+        found["rubric"] = rubric
+    return found
+
+
 class _Names:
     """Long literals become constants above the call, named after their option."""
 
@@ -159,6 +176,9 @@ def comparison_source(
     arguments = ["TASK", "variants=[\n" + "".join(f"        {row},\n" for row in rows) + "    ]",
                  f"replay={list(cassettes)!r}"]
     arguments += [f"{name}={names.value(name, value)}" for name, value in written.common.items()]
+    keys = {name for variant in variants for name, _ in variant.options}
+    arguments += [f"{name}={names.value(name, value)}"
+                  for name, value in _judging(configs).items() if name not in keys]
     if repeat > 1:
         arguments.append(f"repeat={repeat}")
     if checks is not None and checks.checks:

@@ -39,6 +39,7 @@ from .figures import (
     percentile,
     workers_by_status,
 )
+from .repeatview import RepeatSpend, RepeatsView, repeat_spend
 from .scores import ScoreSummary, score_rows, summaries
 from .scoreview import ScoresView
 
@@ -84,15 +85,19 @@ class ComparisonView(Rendered):
     """The variants side by side; differences from the first (the baseline) marked."""
 
     def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord],
-                 scores: Sequence[ScoreSummary] = ()) -> None:
+                 scores: Sequence[ScoreSummary] = (),
+                 repeats: Sequence[RepeatSpend] = ()) -> None:
         check_labels(labels, runs)
         if not runs:
             raise ConfigError("a comparison needs at least one run")
         self.labels = list(labels)
         self.runs = list(runs)
         self.rows = comparison_rows(labels, runs)
-        # No score at all: no block, so an unscored view reads as it always did.
+        # No score at all: no block, so an unscored view reads as it always did; the
+        # same for the repeats block without repeats.
         self.scores = ScoresView(scores) if scores else None
+        self.repeats = (RepeatsView(repeats) if any(row.repeats > 1 for row in repeats)
+                        else None)
 
     @classmethod
     def of_repeats(cls, labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
@@ -100,7 +105,8 @@ class ComparisonView(Rendered):
         """The view of each variant's repeats (repeat 0 first): repeat 0 side by side,
         and the scores block summarising every repeat."""
         runs = [group[0] for group in repeats]
-        return cls(labels, runs, summaries(score_rows(labels, repeats), labels))
+        return cls(labels, runs, summaries(score_rows(labels, repeats), labels),
+                   repeat_spend(labels, repeats))
 
     # -- what is compared --------------------------------------------------------------
 
@@ -182,6 +188,8 @@ class ComparisonView(Rendered):
                                                                  strict=True)]
         parts += [render_table(table, ("variant", *FIGURE_HEADERS), "simple"),
                   LATENCY_NOTE, ""]
+        if self.repeats is not None:
+            parts += [self.repeats.text(), ""]
         if self.scores is not None:
             parts += [self.scores.text(), ""]
         if self.same_plan:
@@ -243,6 +251,7 @@ class ComparisonView(Rendered):
         return (f'<div class="swarmkit swarmkit-compare">{STYLE}{_CSS}'
                 f"<p><b>{_esc(self._title())}</b><br>"
                 f'<span class="sk-note">{_esc(LATENCY_NOTE)}</span></p>'
+                f"{'' if self.repeats is None else self.repeats.html()}"
                 f"{'' if self.scores is None else self.scores.html()}"
                 f'<div class="sk-scroll"><div class="sk-cmp" '
                 f'style="grid-template-columns:{columns}">{body}</div></div></div>')

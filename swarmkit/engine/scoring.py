@@ -8,8 +8,9 @@ returns anything else) is a failed score, 0, with its error in one line: a check
 crashes a run. The engine runs the checks after the reducer (:func:`score_checks`) and
 emits one ``ScoreRecorded`` per check.
 
-Each built-in has a readable name (``contains('Paris')``) and :meth:`Check.source`, the
-Python expression that rebuilds it, so an exported notebook can run it again.
+Each built-in has a readable name (``contains('Paris')``, or the ``name=`` given) and
+:meth:`Check.source`, the Python expression that rebuilds it, name and all, so an
+exported notebook can run it again.
 """
 
 from __future__ import annotations
@@ -86,23 +87,23 @@ class Check:
     # -- the built-ins -------------------------------------------------------------------
 
     @classmethod
-    def contains(cls, text: str) -> Check:
+    def contains(cls, text: str, *, name: str = "") -> Check:
         """Passes when the answer holds ``text`` (case-sensitive)."""
         def contains(answer: str) -> tuple[bool, str]:
             found = text in answer
             return found, f"{'found' if found else 'no'} {text!r}"
-        return cls._builtin(contains, "contains", text)
+        return cls._builtin(contains, "contains", text, name=name)
 
     @classmethod
-    def not_contains(cls, text: str) -> Check:
+    def not_contains(cls, text: str, *, name: str = "") -> Check:
         """Passes when the answer does not hold ``text``."""
         def not_contains(answer: str) -> tuple[bool, str]:
             found = text in answer
             return not found, f"{'found' if found else 'no'} {text!r}"
-        return cls._builtin(not_contains, "not_contains", text)
+        return cls._builtin(not_contains, "not_contains", text, name=name)
 
     @classmethod
-    def regex(cls, pattern: str) -> Check:
+    def regex(cls, pattern: str, *, name: str = "") -> Check:
         """Passes when ``pattern`` (Python ``re``) matches somewhere in the answer."""
         try:
             compiled = re.compile(pattern)
@@ -114,10 +115,10 @@ class Check:
             found = compiled.search(answer)
             return (found is not None,
                     f"matched {found.group(0)!r}" if found else "no match")
-        return cls._builtin(regex, "regex", pattern)
+        return cls._builtin(regex, "regex", pattern, name=name)
 
     @classmethod
-    def valid_json(cls) -> Check:
+    def valid_json(cls, *, name: str = "") -> Check:
         """Passes when the whole answer is JSON (fences around it are allowed)."""
         def valid_json(answer: str) -> tuple[bool, str]:
             try:
@@ -125,10 +126,10 @@ class Check:
             except ValueError as exc:
                 return False, f"not JSON: {exc}"
             return True, "valid JSON"
-        return cls._builtin(valid_json, "valid_json")
+        return cls._builtin(valid_json, "valid_json", name=name)
 
     @classmethod
-    def matches_schema(cls) -> Check:
+    def matches_schema(cls, *, name: str = "") -> Check:
         """Passes when the answer is JSON that matches the run's ``--schema`` (without a
         reducer: the share of worker outputs that do)."""
         def matches_schema(run: CheckInput) -> tuple[float, str]:
@@ -146,17 +147,17 @@ class Check:
             if not problems:
                 return 1.0, "matches the schema"
             return 1 - len(problems) / len(texts), problems[0]
-        return cls._builtin(matches_schema, "matches_schema")
+        return cls._builtin(matches_schema, "matches_schema", name=name)
 
     @classmethod
-    def max_length(cls, n: int) -> Check:
+    def max_length(cls, n: int, *, name: str = "") -> Check:
         """Passes when the answer has at most ``n`` characters."""
         def max_length(answer: str) -> tuple[bool, str]:
             return len(answer) <= n, f"{len(answer):,} characters (at most {n:,})"
-        return cls._builtin(max_length, "max_length", n)
+        return cls._builtin(max_length, "max_length", n, name=name)
 
     @classmethod
-    def max_cost(cls, usd: float | str | Decimal) -> Check:
+    def max_cost(cls, usd: float | str | Decimal, *, name: str = "") -> Check:
         """Passes when the run's calls before scoring cost at most ``usd`` dollars."""
         cap = Decimal(str(usd))
 
@@ -164,19 +165,22 @@ class Check:
             if run.cost_usd is None:
                 return False, "the cost is unknown (a model has no price)"
             return run.cost_usd <= cap, f"${run.cost_usd:.6f} (at most ${cap})"
-        return cls._builtin(max_cost, "max_cost", usd)
+        return cls._builtin(max_cost, "max_cost", usd, name=name)
 
     @classmethod
-    def max_latency(cls, seconds: float) -> Check:
+    def max_latency(cls, seconds: float, *, name: str = "") -> Check:
         """Passes when the run's answer came within ``seconds`` of its start."""
         def max_latency(run: CheckInput) -> tuple[bool, str]:
             return run.seconds <= seconds, f"{run.seconds:.2f} s (at most {seconds} s)"
-        return cls._builtin(max_latency, "max_latency", seconds)
+        return cls._builtin(max_latency, "max_latency", seconds, name=name)
 
     @classmethod
-    def _builtin(cls, function: Callable[..., Any], name: str, *args: Any) -> Check:
+    def _builtin(cls, function: Callable[..., Any], kind: str, *args: Any, name: str = ""
+                 ) -> Check:
         shown = ", ".join(repr(a) for a in args)
-        return cls(function, name=f"{name}({shown})", expression=f"Check.{name}({shown})")
+        given = f"name={name!r}" if name else ""
+        expression = f"Check.{kind}({', '.join(p for p in (shown, given) if p)})"
+        return cls(function, name=name or f"{kind}({shown})", expression=expression)
 
 
 def _on_of(function: Callable[..., Any], name: str) -> CheckOn:
