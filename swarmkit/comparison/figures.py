@@ -52,9 +52,11 @@ def live_latencies(run: RunRecord) -> list[float]:
 
     A replayed call (``replay``) was live when recorded and keeps its recorded latency; a
     call served from the cache, or from another variant's call, is ``cache``: not counted.
-    A failed call is not counted either: its time is retries and backoff, not an answer.
+    A failed call is not counted either: its time is retries and backoff, not an answer;
+    nor is a judge's call, which grades the variant's answer rather than making it.
     """
-    return sorted(c.latency for c in run.calls if c.source != "cache" and c.error is None)
+    return sorted(c.latency for c in run.calls
+                  if c.source != "cache" and c.error is None and c.role != "judge")
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:

@@ -34,7 +34,7 @@ def _esc(text: object) -> str:
 
 
 def _phase(state: LiveState) -> str:
-    if state.cancelling and state.phase in ("planning", "running", "reducing"):
+    if state.cancelling and state.phase in ("planning", "running", "reducing", "scoring"):
         return "cancelling…"
     return state.phase
 
@@ -108,6 +108,20 @@ def _bar(state: LiveState) -> str:
             f'overflow:hidden;box-sizing:border-box">{"".join(fills)}</div>')
 
 
+def _kept(text: str) -> str:
+    """``text``'s `` · ``-separated figures (outside parentheses), each kept on one line,
+    so a narrow lane wraps between ``tokens ...`` and ``cost $0.01``, never inside."""
+    pieces, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and text.startswith(" · ", i):
+            pieces.append(text[start:i])
+            start = i + 3
+    pieces.append(text[start:])
+    return " · ".join(f'<span style="white-space:nowrap">{_esc(piece)}</span>'
+                      for piece in pieces)
+
+
 def render_lane(label: str, state: LiveState) -> str:
     """The lane's HTML: a ``div.swarmkit`` (the header carries the CSS)."""
     phase = _phase(state)
@@ -115,12 +129,13 @@ def render_lane(label: str, state: LiveState) -> str:
     error = (f'<br><span style="color:{COLOURS["failed"].css}">error: '
              f"{_esc(one_line(state.error, 200))}</span>" if state.error else "")
     scores = lane_scores(state)
-    scored = f'<br><span class="sk-lane-scores">{_esc(scores)}</span>' if scores else ""
-    return (f'<div class="swarmkit sk-lane" style="{_BOX};border-left:3px solid {colour};'
-            f'padding:1px 0 3px 6px;margin:2px 0">'
+    scored = f'<br><span class="sk-lane-scores">{_kept(scores)}</span>' if scores else ""
+    # Its own line height: an ipywidgets HTML widget's (28 px) would space it out.
+    return (f'<div class="swarmkit sk-lane" style="{_BOX};line-height:1.45;'
+            f'border-left:3px solid {colour};padding:1px 0 3px 6px;margin:2px 0">'
             f'<b>{_esc(label)}</b> · <b style="color:{colour}">{_esc(phase)}</b> · '
-            f"{state.now:.1f}s<br>workers {_esc(lane_workers(state))}{_esc(_cut(state))} · "
-            f"{_esc(_spend(state.usage, state.tool_count))}{error}{scored}{_bar(state)}</div>")
+            f"{state.now:.1f}s<br>{_kept('workers ' + lane_workers(state) + _cut(state))} · "
+            f"{_kept(_spend(state.usage, state.tool_count))}{error}{scored}{_bar(state)}</div>")
 
 
 def render_header(task: str, states: Sequence[LiveState], cancelling: bool = False,
@@ -128,7 +143,7 @@ def render_header(task: str, states: Sequence[LiveState], cancelling: bool = Fal
     """The comparison's header: how many variants (and runs, when they repeat), how many
     runs finished. ``variants`` is None when each lane is one variant."""
     finished = sum(1 for s in states if s.phase not in ("starting", "planning", "running",
-                                                        "reducing"))
+                                                        "reducing", "scoring"))
     variants = len(states) if variants is None else variants
     runs = "" if variants == len(states) else f" · {len(states)} runs"
     status = ("cancelling…" if cancelling and finished < len(states) else

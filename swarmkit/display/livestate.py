@@ -223,6 +223,8 @@ class LiveState(_Spent):
                 self.phase = "running"
                 self.dirty.update(("plan", "workers"))
             case CallStarted():
+                if event.step.startswith("judge-"):
+                    self._scoring()
                 index = worker_of_step(event.step)
                 if index is None and reducer_part_of_step(event.step) is not None:
                     self.parts_running.add(event.step)
@@ -274,13 +276,20 @@ class LiveState(_Spent):
                 self.dirty.add("reducer")
             case ScoreRecorded():
                 self.scores.append(event.score)
-                self.dirty.add("header")
+                self._scoring()
             case RunFinished():
                 self.phase = _FINAL_STATUS.get(event.status, event.status)
                 self.error = event.error
                 if event.answer is not None and not self.reducer_text:
                     self.reducer_text.append(event.answer)  # a reducer that did not stream
                 self.dirty.update(("reducer", "workers", "budget"))
+
+    def _scoring(self) -> None:
+        """The checks have landed or the judge was called: the answer is being scored
+        (a lane would otherwise read "reducing" while only its judge runs)."""
+        if self.phase in ("running", "reducing"):
+            self.phase = "scoring"
+        self.dirty.add("header")
 
     def _call_finished(self, event: CallFinished) -> None:
         call = event.call
@@ -346,7 +355,7 @@ class LiveState(_Spent):
 
     @property
     def status(self) -> str:
-        if self.cancelling and self.phase in ("planning", "running", "reducing"):
+        if self.cancelling and self.phase in ("planning", "running", "reducing", "scoring"):
             return "cancelling…"
         if self.phase == "running":
             return self.progress

@@ -72,7 +72,7 @@ def _fold(state: LiveState, inbox: deque[Event]) -> bool:
 
 
 def _in_flight(state: LiveState) -> bool:
-    return state.phase in ("planning", "reducing") or bool(state.running)
+    return state.phase in ("planning", "reducing", "scoring") or bool(state.running)
 
 
 def _tick(state: LiveState, now: float | None) -> None:

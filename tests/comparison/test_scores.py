@@ -99,7 +99,13 @@ def test_the_scores_block_marks_the_winner_in_text_and_html() -> None:
     assert paris and not any("winner" in line for line in paris)
     page = view.html()
     assert page.count('class="sk-winner"') == 1
-    assert '<span class="sk-winner-mark">winner</span>' in page
+    # Narrow: a heading row per score, the mark beside the winner's label.
+    assert ('<tr class="sk-score-name"><th colspan="3">judge<span class="sk-note"> · 3 '
+            'repeats</span></th></tr>') in page
+    assert ('<tr class="sk-winner"><td class="sk-score-variant">long <span '
+            'class="sk-winner-mark">winner</span></td><td class="sk-num">0.95 ± 0.05</td>'
+            '<td class="sk-num">0.90–1.00</td></tr>') in page
+    assert "<th>variant</th>" in page and "<th>score</th>" not in page
     assert "contains(&#x27;Paris&#x27;)" in page  # names are escaped
 
 
@@ -111,7 +117,8 @@ def test_repeats_without_a_winner_keep_the_spread_but_draw_no_mark_column() -> N
     assert lines[1].split() == ["score", "variant", "mean", "spread", "range", "repeats"]
     assert lines[-1] == WINNER_RULE
     assert all(len(line.split()) in (5, 6) for line in lines[3:-1])
-    assert "<th></th>" not in view.html() and 'class="sk-winner"' not in view.html()
+    assert "sk-winner-mark" not in view.html() and 'class="sk-winner"' not in view.html()
+    assert "0.75 ± 0.21" in view.html()  # short: the mean and spread of 0.6 and 0.9
 
 
 def test_one_repeat_shows_scores_without_spread_or_winner() -> None:

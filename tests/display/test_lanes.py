@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import threading
 from collections.abc import Iterator
 
@@ -77,6 +78,11 @@ def test_each_lane_ends_with_its_own_runs_figures(server: FakeServer) -> None:
     assert view.cancel_button.disabled and view.stop_button.disabled
 
 
+def shown(lane: str) -> str:
+    """A lane's HTML as the page shows its text (tags dropped, entities read)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", lane))
+
+
 def _judged(request: FakeRequest) -> FakeReply | None:
     """The reducer answers by its prompt; the judge gives 9 to the brief answer, 4 else."""
     if request.step == "reducer":
@@ -118,8 +124,9 @@ def test_every_repeat_has_a_lane_and_each_lane_shows_its_scores_as_they_land(
     # Each run fed its own lane: its own scores, in the order they landed (escaped).
     brief = "scores: contains('Paris') 1.00 · max_length(10) 1.00 · judge 0.90"
     thorough = "scores: contains('Paris') 1.00 · max_length(10) 0.00 · judge 0.40"
-    assert all(html.escape(brief) in lane for lane in lanes[:2])
-    assert all(html.escape(thorough) in lane for lane in lanes[2:])
+    assert all(brief in shown(lane) for lane in lanes[:2])
+    assert all(thorough in shown(lane) for lane in lanes[2:])
+    assert "<b>" not in brief and "contains(&#x27;Paris&#x27;)" in lanes[0]  # escaped
     assert "thorough · repeat 2 of 2" in lanes[3]
     assert lane_text("x", view.states[3]).endswith(
         f" · {thorough}")
