@@ -29,7 +29,10 @@ __all__ = ["REPEATS_NOTE", "RepeatSpend", "RepeatsView", "repeat_spend"]
 
 REPEATS_NOTE = ("the figures above are each variant's first repeat; here, one run's "
                 "cost and wall time as mean ± spread over all its repeats")
-_HEADERS = ("variant", "repeats", "cost per run", "wall time per run", "cost of all runs")
+_HEADERS = ("variant", "repeats", "cost per run", "time per run", "total cost")
+# Specific enough to outrank the theme's nowrap cells, whose STYLE a later block repeats.
+_CSS = ("<style>.swarmkit table.sk-table.sk-repeats td,.swarmkit table.sk-table.sk-repeats th"
+        "{white-space:normal}</style>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +76,10 @@ def repeat_spend(labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
 
 
 def _cells(row: RepeatSpend) -> tuple[str, ...]:
+    # One "$" per cell: JupyterLab typesets the text between two of them as math.
+    spread = "" if row.cost_spread is None else f"{row.cost_spread:.6f}".rstrip("0")
     cost = ("unknown" if row.cost_mean is None else
-            f"{format_cost(row.cost_mean)} ± {format_cost(row.cost_spread)}")
+            f"{format_cost(row.cost_mean)} ± {spread.rstrip('.') or '0'}")
     return (row.variant, str(row.repeats), cost,
             f"{row.seconds_mean:.2f}s ± {row.seconds_spread:.2f}s", format_cost(row.total))
 
@@ -90,6 +95,14 @@ class RepeatsView(Rendered):
         return "\n".join(["repeats", table, REPEATS_NOTE])
 
     def html(self) -> str:
-        table = html_table([_cells(row) for row in self.rows], _HEADERS)
-        return (f'<div class="swarmkit">{STYLE}<h4>repeats</h4>{table}'
+        """Narrow: the repeats go to the heading when every variant has as many, and a
+        cell wraps at its "±" rather than push the table past a notebook column."""
+        counts = {row.repeats for row in self.rows}
+        same = len(counts) == 1
+        keep = [i for i in range(len(_HEADERS)) if i != 1 or not same]
+        rows = [tuple(_cells(row)[i] for i in keep) for row in self.rows]
+        table = html_table(rows, [_HEADERS[i] for i in keep], css="sk-repeats")
+        each = f" · {counts.pop()} per variant" if same else ""
+        return (f'<div class="swarmkit">{STYLE}{_CSS}<h4>repeats'
+                f'<span class="sk-note">{html.escape(each)}</span></h4>{table}'
                 f'<p class="sk-note">{html.escape(REPEATS_NOTE)}</p></div>')

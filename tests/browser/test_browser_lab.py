@@ -395,8 +395,10 @@ _SCORE_ROWS = """(view) => {
   const table = block && block.parentElement.querySelector('table');
   if (!table) return null;
   const cells = (tr, tag) => [...tr.querySelectorAll(tag)].map(c => c.textContent.trim());
+  // A heading row per score (its th), then a row per variant (its tds).
   return {head: cells(table.querySelector('thead tr'), 'th'),
-          rows: [...table.querySelectorAll('tbody tr')].map(tr => cells(tr, 'td')),
+          rows: [...table.querySelectorAll('tbody tr')].map(tr =>
+              tr.classList.contains('sk-score-name') ? cells(tr, 'th') : cells(tr, 'td')),
           winners: [...table.querySelectorAll('tbody tr')].map(tr =>
               tr.classList.contains('sk-winner')),
           box: [table.parentElement.scrollWidth, table.parentElement.clientWidth]};
@@ -450,6 +452,9 @@ def test_a_scored_comparison_shows_its_scores_and_winner_in_the_page(
         mark_contrast = view.locator("tr.sk-winner td:has(.sk-winner-mark)").evaluate(
             _CONTRAST)
         shown = view.locator("tr.sk-winner .sk-winner-mark").evaluate(_MARK_SHOWN)
+        repeats = view.locator("table.sk-repeats").evaluate(
+            "(t) => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+        repeats_text = view.locator("table.sk-repeats").inner_text()
         contrast = view.evaluate(_CONTRAST)
         fits = view.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
         nb.page.close()
@@ -465,23 +470,30 @@ def test_a_scored_comparison_shows_its_scores_and_winner_in_the_page(
 
     assert "2 variants" in text and "\nscores\n" in text
     assert table is not None, text
-    assert table["head"] == ["score", "variant", "mean", "spread", "range", "repeats", ""]
+    assert table["head"] == ["variant", "mean ± spread", "range"]
     assert table["rows"] == [
-        ["short", "system=@terse", "1.00", "0.00", "1.00-1.00", "2", ""],
-        ["", "system=@lavish", "1.00", "0.00", "1.00-1.00", "2", ""],
-        ["contains('Qdrant')", "system=@terse", "1.00", "0.00", "1.00-1.00", "2", ""],
-        ["", "system=@lavish", "1.00", "0.00", "1.00-1.00", "2", ""],
-        ["judge", "system=@terse", "0.30", "0.00", "0.30-0.30", "2", ""],
-        ["", "system=@lavish", "0.90", "0.00", "0.90-0.90", "2", "winner"],
+        ["short · 2 repeats"],
+        ["system=@terse", "1.00 ± 0.00", "1.00–1.00"],
+        ["system=@lavish", "1.00 ± 0.00", "1.00–1.00"],
+        ["contains('Qdrant') · 2 repeats"],
+        ["system=@terse", "1.00 ± 0.00", "1.00–1.00"],
+        ["system=@lavish", "1.00 ± 0.00", "1.00–1.00"],
+        ["judge · 2 repeats"],
+        ["system=@terse", "0.30 ± 0.00", "0.30–0.30"],
+        ["system=@lavish winner", "0.90 ± 0.00", "0.90–0.90"],
     ], table
     # Ties mark no winner: only the judge's lavish row, not the baseline's, is marked.
-    assert table["winners"] == [False] * 5 + [True], table
+    assert table["winners"] == [False] * 8 + [True], table
     assert "winner: the highest mean, marked only when" in text
+    # The repeats block: each variant's cost and wall time per run, and its total.
+    assert "repeats · 2 per variant" in text and "total cost" in repeats_text
+    assert repeats_text.count("±") == 4, repeats_text
     assert mark_contrast and mark_contrast[0][1] == "winner", mark_contrast
     assert mark_contrast[0][0] >= 3, mark_contrast  # the mark reads on the page
     assert contrast and contrast[0][0] >= 3, contrast
-    # At 800 px (the file browser open) nothing scrolls sideways, so the winner mark, the
-    # table's last column, is in sight.
+    # At 800 px (the file browser open) nothing scrolls sideways, so the winner mark is
+    # in sight.
     assert fits
     assert table["box"][0] <= table["box"][1] + 1, f"scores table {table['box']} px"
+    assert repeats[0] <= repeats[1] + 1, f"repeats table {repeats} px"  # all its columns
     assert shown[0], f"winner mark ends at {shown[1]:.0f} px, its box at {shown[2]:.0f} px"
