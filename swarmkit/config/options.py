@@ -198,7 +198,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("judge", "model", "model that scores the answer against the rubric, 0-10 (no judge "
        "when unset; model= does not set it)", "NAME", on="magic config cli"),
     _o("rubric", "text", "what the judge scores the answer against (default: correct, "
-       "complete and clear for the task); in %%swarm, @name takes a notebook variable's",
+       "complete and clear for the task); in %%swarm, @name reads it from the notebook",
        "TEXT", on="magic config cli"),
     _o("repeat", "int", "run each variant of a --compare this many times", "K",
        on="magic config"),
@@ -243,6 +243,8 @@ OPTIONS: tuple[Option, ...] = (
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
     _o("auto_local", "names", "roles whose 'auto' model became the embedded one (no key "
        "or base URL set; what swarmkit sets)", on=""),
+    _o("judge_seed", "int", "the judge's seed (what repeat i of a comparison sets: i)",
+       on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
        on=""),
 )

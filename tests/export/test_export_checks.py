@@ -135,3 +135,24 @@ def test_swarm_export_writes_the_checks_defined_in_the_notebook(
     for name in ("LIMIT", "brief", "r"):
         shell.user_ns.pop(name, None)
     nbval_passes(result.notebook)
+
+
+def test_swarm_export_after_a_repeated_scored_compare_writes_a_cassette_per_run(
+    shell: InteractiveShell, server: FakeServer, tmp_path: Path
+) -> None:
+    shell.run_cell("def brief(answer):\n    return len(answer) < 500\n")
+    shell.user_ns.update(one="One line.", table="A table.")
+    shell.run_cell_magic("swarm", f"--base-url {server.base_url} --model fake-model "
+                                  "--workers 2 --quiet --compare reducer_prompt=@one,@table "
+                                  "--repeat 2 --check brief --out c", "Name two queues")
+    comparison = shell.user_ns["c"]
+    assert [len(group) for group in comparison.repeats] == [2, 2]
+    result = shell.run_line_magic("swarm", f"export {tmp_path / 'grid.ipynb'}")
+    assert [p.name for p in result.cassettes] == [f"grid.{i}.swarm.json" for i in (1, 2, 3, 4)]
+    cell = cells(result.notebook)[-1]
+    assert "repeat=2" in cell.source and "checks=[brief]" in cell.source
+    assert "def brief(answer):" in cell.source
+    assert cell.outputs[0]["data"]["text/plain"] == str(comparison).rstrip("\n")
+    for name in ("brief", "one", "table", "c"):
+        shell.user_ns.pop(name, None)
+    nbval_passes(result.notebook)
