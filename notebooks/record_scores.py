@@ -33,6 +33,10 @@ THOROUGH = "Merge the findings into a thorough guide: every caveat, in prose."
 RUBRIC = ("Actionable: each step says what to do and in what order; nothing the task "
           "did not ask for.")
 REPEAT = 3
+# The cell a reader writes live, one line in the notebook.
+MAGIC_LINE = ("%%swarm --compare reducer_prompt=@brief,@thorough "
+              "--check mentions_rollback,numbered,short --judge gpt-4.1 --rubric @rubric "
+              "--repeat 3 --model gpt-4.1-mini")
 
 HANDLER_SOURCE = '''def deploys(request):
     """The scripted model. Each repeat sends its own seed (none, 1, 2), and the replies
@@ -151,7 +155,7 @@ rubric = "{RUBRIC}"
 Then, in a cell of its own:
 
 ```
-%%swarm --compare reducer_prompt=@brief,@thorough --check mentions_rollback,numbered,short --judge gpt-4.1 --rubric @rubric --repeat 3 --model gpt-4.1-mini
+{MAGIC_LINE}
 {TASK}
 ```
 
