@@ -16,7 +16,9 @@ Each tutorial replays cassettes of runs made here and now, and says what made th
   at once (``concurrency`` = the workers: the server has a slot for each);
 - a *scripted* model (``swarmkit.testing.FakeServer`` answering by a fixed script) where
   that small model cannot show the point: tool calls (02), real prices for tiered
-  routing and budgets (03), and a typed reply that breaks its schema on cue (05).
+  routing and budgets (03), a typed reply that breaks its schema on cue (05), and
+  answers and a judge's grades that move with each repeat's seed (06,
+  ``record_scores.py``).
   The tools themselves are real: a Python function and a real
   MCP server process (``shop_server.py``).
 
@@ -26,8 +28,8 @@ Each also says how to run its cells live (``SWARMKIT_LIVE``,
 ``recording_models.LIVE_SWITCH``).
 
 What the tutorials share (the models, their settings, the "Recorded ... by" line and the
-live switch) is in ``recording_models.py``, which this script and ``record_prompts.py``
-import at the top: neither imports the other back.
+live switch) is in ``recording_models.py``, which this script, ``record_prompts.py`` and
+``record_scores.py`` import at the top: none imports another back.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import nbformat  # noqa: E402
 from record_prompts import exploring_prompts  # noqa: E402
+from record_scores import scoring_prompts  # noqa: E402
 from recording_models import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded  # noqa: E402
 
 import swarmkit  # noqa: E402
@@ -363,6 +366,7 @@ TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {
     "03": ("03-budgets-routing-cache.ipynb", budgets_routing_cache),
     "04": ("04-export-and-replay.ipynb", export_and_replay),
     "05": ("05-exploring-prompts.ipynb", exploring_prompts),
+    "06": ("06-scoring-prompts.ipynb", scoring_prompts),
 }
 
 

@@ -1,7 +1,8 @@
 """The models the tutorials are recorded with, and what every notebook says about them.
 
-``record.py`` (tutorials 01-04) and ``record_prompts.py`` (05) both import this module at
-the top; it imports neither, so the two scripts never import each other back. It holds:
+``record.py`` (tutorials 01-04), ``record_prompts.py`` (05) and ``record_scores.py`` (06)
+import this module at the top; it imports none of them, so the scripts never import
+each other back. It holds:
 
 - :data:`LOCAL`, the embedded local model, and :func:`local_options`, the measured
   settings a tutorial's runs on it use;

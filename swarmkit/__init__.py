@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .comparison import Comparison, compare, compare_sync
     from .config import RoleConfig, SwarmConfig
     from .engine.prices import ModelPrice, PriceTable
+    from .engine.scoring import Check
     from .errors import (
         BudgetExceeded,
         CassetteError,
@@ -76,6 +77,7 @@ __all__ = [
     "CassetteError",
     "ChatRequest",
     "ChatResponse",
+    "Check",
     "Comparison",
     "ConcurrencyChanged",
     "ConfigError",

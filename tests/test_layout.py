@@ -71,6 +71,8 @@ ONE_CONCEPT_PER_LAYER: dict[str, str] = {
               "(comparison), %swarm export (magics)",
     "tools": "tools for workers (tools), --tools and %swarm mcp (magics)",
     "result": "what a front end leaves the user: a Run (api), a Comparison (comparison)",
+    "cellsource": "the code of a replay cell: a run's %%swarm line (export), a "
+                  "comparison's compare_sync call (comparison)",
     "engine": "the engine package, and its Engine",
 }
 

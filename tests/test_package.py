@@ -61,7 +61,7 @@ def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> N
 # The public surface, pinned: adding or removing a name is a decision, made here too.
 PUBLIC = [
     "BudgetExceeded", "BudgetUpdated", "CallFinished", "CallRecord", "CallRetried",
-    "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "Comparison",
+    "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "Check", "Comparison",
     "ConcurrencyChanged",
     "ConfigError", "Event", "ExportError", "LocalModelError", "MCPError", "ModelPrice",
     "PlanError", "PlanReady", "PriceTable", "ProviderError", "RateLimitWait", "RecordError",

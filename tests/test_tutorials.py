@@ -108,4 +108,4 @@ def test_record_refuses_an_unknown_tutorial_in_one_line() -> None:
     done = _record_command("--outputs", "07")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == ("python notebooks/record.py: error: no tutorial "
-                                            "'07'; choose from 01, 02, 03, 04, 05")
+                                            "'07'; choose from 01, 02, 03, 04, 05, 06")

@@ -88,7 +88,25 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
         if role.is_local and role.base_url is None:
             role = resolve_local(role, slots=config.concurrency)
         roles[name] = role
-    return replace(config, **roles, auto_local=tuple(auto_local) or config.auto_local)
+    config = replace(config, **_resolved_judge(config, env),
+                     auto_local=tuple(auto_local) or config.auto_local)
+    return replace(config, **roles)
+
+
+def _resolved_judge(config: SwarmConfig, env: Mapping[str, str]) -> dict[str, Any]:
+    """The judge's fields with its model resolved like a role's and its endpoint pinned:
+    an inherited endpoint is the reducer's as given, never the embedded server the
+    reducer's ``local`` model may be pointed at below."""
+    if config.judge is None:
+        return {}
+    role = config.role("judge")
+    if role.model == AUTO_MODEL:
+        hosted = role.base_url is not None or _has_key(role, env)
+        role = replace(role, model=DEFAULT_MODEL if hosted else LOCAL_MODEL)
+    if role.is_local and config.judge_base_url is None:
+        role = resolve_local(replace(role, base_url=None), slots=config.concurrency)
+    return {"judge": role.model, "judge_base_url": role.base_url,
+            "judge_api_key_env": role.api_key_env}
 
 
 async def create_engine(
@@ -112,7 +130,8 @@ async def create_engine(
     ...]}`` give the workers a tool loop (``swarmkit.tools``); ``mcp_tools=`` /
     ``mcp_exclude_tools=`` (``NAME__tool`` names) narrow the servers' tools.
     ``tracer_provider=`` (an OpenTelemetry TracerProvider) receives the run's spans
-    instead of the global one.
+    instead of the global one. ``checks=[...]`` (``swarmkit.Check``s or functions) score
+    the answer after the reducer, before the judge (``judge=MODEL``).
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
@@ -120,6 +139,7 @@ async def create_engine(
     plan_from = options.pop("plan_from", None)
     tracer_provider = options.pop("tracer_provider", None)
     resume = options.pop("resume", None)
+    checks = tuple(options.pop("checks", None) or ())
     config = SwarmConfig.from_options(config, env=env, **options)
     sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
     if plan_from is not None:
@@ -132,7 +152,8 @@ async def create_engine(
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
-                      record_type=Run, budget=shared_budget, stored_task=stored_task)
+                      record_type=Run, budget=shared_budget, stored_task=stored_task,
+                      checks=checks)
     cassette = None
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
@@ -157,7 +178,8 @@ async def create_engine(
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
-                      adopted=adopted, stored_task=stored_task, **store.engine_options())
+                      adopted=adopted, stored_task=stored_task, checks=checks,
+                      **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
@@ -181,11 +203,16 @@ async def run(
     ``%%swarm`` magic turns it on). ``record="run.swarm.json"`` writes a cassette,
     ``replay="run.swarm.json"`` replays one with no network at all.
     ``resume=RUN`` continues an earlier run; its task is the stored one (``task`` may be
-    left out, and another task is refused).
+    left out, and another task is refused). ``checks=[...]`` (``swarmkit.Check``s or
+    functions) and ``judge=MODEL`` (with ``rubric=``) score the answer: ``Run.scores``.
     """
     if not task.strip() and options.get("resume") is None:
         raise ConfigError("run: the task is empty; give one (or resume=RUN to continue "
                           "an earlier run)")
+    if options.get("repeat") not in (None, 1):
+        raise ConfigError(f"run: repeat={options['repeat']!r} repeats the variants of a "
+                          "comparison; use swarmkit.compare(task, variants=[...], "
+                          "repeat=K), or drop repeat= for one run")
     engine = await create_engine(config=config, sinks=sinks, env=env, task=task, **options)
     try:
         return await engine.execute(task)

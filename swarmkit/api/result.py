@@ -16,7 +16,7 @@ from ..record.runrecord import RunRecord
 
 __all__ = ["Run"]
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord) if f.init)
 
 
 class Run(RunRecord):
@@ -28,9 +28,8 @@ class Run(RunRecord):
         """``record`` as a Run: the same lists, not copies (a Run is returned as is)."""
         if isinstance(record, cls):
             return record
-        run = cls(**{name: getattr(record, name) for name in _FIELDS
-                     if name != "history_file"})
-        run.history_file = record.history_file
+        run = cls(**{name: getattr(record, name) for name in _FIELDS})
+        run.history_file, run.checks = record.history_file, record.checks
         return run
 
     @classmethod

@@ -3,8 +3,12 @@
     variants     ``--compare KEY=V1,V2`` and ``compare(variants=...)`` as a grid of option sets
     runner       ``ComparisonRunner``, ``compare`` / ``compare_sync``: one engine per variant,
                  concurrently, under one budget
-    comparison   ``Comparison``: what a comparison leaves the user (its Runs, table, export)
+    result       ``Comparison``: what a comparison leaves the user (its Runs and their
+                 repeats, table, scores, export)
+    figures      one row per variant: status, tokens, cost, latency, score means (the table)
     view         the side-by-side view: figures, plans and answers, text and HTML
+    scores       a comparison's score rows, their summary over the repeats, the winner rule
+    scoreview    the view's scores block, text and HTML
     export       a comparison as a notebook that replays offline
 
 Above ``api`` (the runner builds each variant's engine with its wiring). The one call that

@@ -8,6 +8,14 @@ lane and to cancel or stop every variant at once.
 Every variant's provider goes through one :class:`~swarmkit.provider.sharedcalls.SharedCalls`,
 so a request two variants both send is made once; every variant reserves from one
 :class:`~swarmkit.engine.budget.Budget`, so the budget caps the comparison, not each variant.
+
+``repeat=K`` runs each variant K times: one engine per (variant, repeat), repeat ``r``
+built from ``config.for_repeat(r)``, so each repeat sends its own seed (repeat 0 is the
+variant's config itself). The seed is in the request, so the repeats are distinct calls
+(never shared with each other), and a re-run of the comparison asks the same requests,
+which the cache serves. The engines are in variant-major order, and so are the live
+sinks: ``sinks_for(i, variant)`` is asked for run ``i`` (variant 0's repeats, then
+variant 1's), so each repeat has a dashboard lane of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Any
 
 from ..api.entry import create_engine
 from ..api.result import Run
+from ..config.options import TOOL_CHOICE_KEYS
 from ..config.swarmconfig import SwarmConfig
 from ..engine.background import run_blocking
 from ..engine.budget import Budget
@@ -31,18 +40,31 @@ from .variants import MAX_VARIANTS, Variant, check_count, variants_of
 
 __all__ = ["ComparisonRunner", "compare", "compare_sync"]
 
-# Sinks for variant i (its dashboard lane, say), given its index and Variant.
+# Sinks for run i (its dashboard lane, say): its index in variant-major order (the
+# variant's index when no variant repeats) and its Variant.
 SinksFor = Callable[[int, Variant], Sequence[Sink]]
+
+# What create_engine takes apart from the config (the tool loop, the checks, a stored plan
+# or run, the tracer); every other option is applied to the variant's config, before the
+# repeat's seed, so a given seed= is offset per repeat rather than overriding it.
+_ENGINE_KEYS = frozenset({"tools", "mcp_servers", "plan_from", "checks", "resume",
+                          "tracer_provider", *TOOL_CHOICE_KEYS})
 
 
 class ComparisonRunner:
     """The engines of a comparison. Build with :meth:`create`; ``execute`` once."""
 
     def __init__(self, variants: Sequence[Variant], engines: Sequence[Engine],
-                 shared: SharedCalls) -> None:
+                 shared: SharedCalls, repeats: Sequence[int] | None = None) -> None:
         self.variants = tuple(variants)
         self.engines = tuple(engines)
         self.shared = shared
+        # How many engines (repeats) each variant has; the engines are variant-major.
+        self.repeats = (1,) * len(self.variants) if repeats is None else tuple(repeats)
+        if len(self.repeats) != len(self.variants) or sum(self.repeats) != len(self.engines):
+            raise ConfigError(f"a comparison runner needs one repeat count per variant "
+                              f"summing to its {len(self.engines)} engines; got "
+                              f"{list(self.repeats)}")
 
     @classmethod
     async def create(
@@ -62,28 +84,33 @@ class ComparisonRunner:
         found = (tuple(variants) if all(isinstance(v, Variant) for v in variants)
                  else variants_of(variants))  # type: ignore[arg-type]
         check_count(found, max_variants)
-        replays = _one_per_variant(common.pop("replay", None), len(found))
+        replay = common.pop("replay", None)
         env = os.environ if env is None else env
-        base = SwarmConfig.from_options(config, env=env, **{
-            k: v for k, v in common.items() if k not in ("tools", "mcp_servers", "plan_from")})
+        engine_options = {k: common.pop(k) for k in list(common) if k in _ENGINE_KEYS}
+        base = SwarmConfig.from_options(config, env=env, **common)
+        configs = [_config_of(config, env, variant, common) for variant in found]
+        replays = _one_per_run(replay, [c.repeat for c in configs])
         budget = Budget(base.budget_usd, base.budget_tokens)
         shared = SharedCalls()
         engines: list[Engine] = []
         try:
-            for index, variant in enumerate(found):
-                sinks = sinks_for(index, variant) if sinks_for is not None else ()
-                try:
-                    engine = await create_engine(
-                        config=config, sinks=sinks, env=env, shared_budget=budget,
-                        shared=shared, replay=replays[index], **{**common, **variant.as_dict()})
-                except ConfigError as exc:
-                    raise ConfigError(f"variant {variant.label}: {exc}") from None
-                engines.append(engine)
+            for variant, variant_config in zip(found, configs, strict=True):
+                own = {k: v for k, v in variant.options if k in _ENGINE_KEYS}
+                for repeat in range(variant_config.repeat):
+                    sinks = sinks_for(len(engines), variant) if sinks_for is not None else ()
+                    try:
+                        engine = await create_engine(
+                            config=variant_config.for_repeat(repeat), sinks=sinks, env=env,
+                            shared_budget=budget, shared=shared, replay=replays[len(engines)],
+                            **{**engine_options, **own})
+                    except ConfigError as exc:
+                        raise ConfigError(f"variant {variant.label}: {exc}") from None
+                    engines.append(engine)
         except BaseException:
             for engine in engines:
                 await engine.caller.aclose()
             raise
-        return cls(found, engines, shared)
+        return cls(found, engines, shared, [c.repeat for c in configs])
 
     async def execute(self, task: str) -> Comparison:
         """Run every variant to its end; each keeps what finished, as a single run does."""
@@ -98,14 +125,26 @@ class ComparisonRunner:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        comparison = Comparison(task, self.variants,
-                                tuple(Run.of(run) for run in outcomes),  # type: ignore[arg-type]
-                                shared_calls=self.shared.served)
+        comparison = self.comparison_of(
+            task, [Run.of(run) for run in outcomes])  # type: ignore[arg-type]
         if closing:
             error = closing[0]
             error.comparison = comparison  # type: ignore[attr-defined]
             raise error
         return comparison
+
+    def comparison_of(self, task: str, runs: Sequence[Run]) -> Comparison:
+        """The Comparison of ``runs``, one per engine in the engines' order: grouped by
+        variant into its repeats, repeat 0 of each variant its ``runs``."""
+        if len(runs) != len(self.engines):
+            raise ConfigError(f"a comparison of {len(self.engines)} engines needs as many "
+                              f"runs; got {len(runs)}")
+        grouped: list[tuple[Run, ...]] = []
+        for count in self.repeats:
+            start = sum(len(group) for group in grouped)
+            grouped.append(tuple(runs[start:start + count]))
+        return Comparison(task, self.variants, tuple(group[0] for group in grouped),
+                          shared_calls=self.shared.served, repeats=tuple(grouped))
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Cancel every variant (call on the engines' loop thread)."""
@@ -118,13 +157,25 @@ class ComparisonRunner:
             engine.stop()
 
 
-def _one_per_variant(replay: Any, count: int) -> list[Any]:
-    """``replay=``: one cassette per variant, in the variants' order (an exported
-    comparison replays this way), or none."""
+def _config_of(config: SwarmConfig | None, env: Mapping[str, str], variant: Variant,
+               common: Mapping[str, Any]) -> SwarmConfig:
+    """The variant's config: ``common``, then the variant's own options over it."""
+    options = {**common, **{k: v for k, v in variant.options if k not in _ENGINE_KEYS}}
+    try:
+        return SwarmConfig.from_options(config, env=env, **options)
+    except ConfigError as exc:
+        raise ConfigError(f"variant {variant.label}: {exc}") from None
+
+
+def _one_per_run(replay: Any, repeats: Sequence[int]) -> list[Any]:
+    """``replay=``: one cassette per run, in the variants' order and each variant's
+    repeats in turn (an exported comparison replays this way), or none."""
+    count = sum(repeats)
     if replay is None:
         return [None] * count
     if isinstance(replay, (str, os.PathLike)) or len(replay) != count:
-        raise ConfigError(f"replay= takes one cassette per variant ({count}), in the "
+        per = "variant" if count == len(repeats) else "variant and repeat"
+        raise ConfigError(f"replay= takes one cassette per {per} ({count}), in the "
                           "variants' order")
     return list(replay)
 
@@ -143,7 +194,10 @@ async def compare(
     ``variants`` is a list of option dicts (``[{"model": "a"}, {"model": "b"}]``) applied
     over ``common`` (any option of ``swarmkit.run``). The variants share one budget
     (``budget=``) and identical calls are made once. At most ``max_variants`` variants.
-    ``replay=[cassette, ...]`` (one per variant) replays a recorded comparison offline.
+    ``repeat=K`` runs each variant K times, each repeat with its own seed
+    (``Comparison.repeats``; ``Comparison.scores()`` has every repeat's scores).
+    ``replay=[cassette, ...]`` (one per variant, and per repeat) replays a recorded
+    comparison offline.
     """
     runner = await ComparisonRunner.create(variants, config=config, env=env,
                                            max_variants=max_variants, **common)

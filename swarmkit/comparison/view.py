@@ -1,25 +1,20 @@
 """Variants of one task side by side: what each answered, spent and planned.
 
-``comparison_rows`` is the comparison as plain rows (one per variant), the one source of
-``ComparisonTable`` (``Comparison.table()``) and of ``Comparison.to_dataframe()``.
-Each variant's figures include its wall time (the run's duration; in a replay, the
-recorded one) and the latency of its model calls, p50 and p95 by nearest rank over the
-calls it made live that answered (:func:`live_latencies`). Calls served from the cache or
-from another variant's identical call took no model time of their own, so they are left
-out; a variant with no live call shows ``—``. A replay counts the calls its recording
-made live, with their recorded latencies, so it shows the same figures.
 ``ComparisonView`` is the static output of ``--compare``: per variant its figures, its
 plan and its answer, in columns side by side, with what differs from the first variant
 (the baseline) marked: plan items added or removed, and the answer's words
 (``swarmkit.display.worddiff``). Identical plans are shown once. A variant without an
 answer says why instead (the run's error, or its workers' failures). Everything is a pure
 function of the runs, escaped, and cut to a bound with a note naming where the whole is.
+
+The figures (one row per variant, the latencies, ``ComparisonTable``) live in
+``comparison.figures``; its names are imported here too, since
+``swarmkit.display.compared`` (an old path: ``swarmkit._imports.MOVED``) is this module.
 """
 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +23,25 @@ from ..display.drilldown import cut
 from ..display.failures import failure_of, failure_statuses
 from ..display.rendered import Rendered
 from ..display.rowcut import displayed_rows, rows_with_gaps
-from ..display.tablefmt import format_cost, format_tokens, html_table, render_table
+from ..display.tablefmt import render_table
 from ..display.tables import NO_REDUCER_NOTE
-from ..display.theme import COLOURS, STYLE, row_class
+from ..display.theme import COLOURS, STYLE
 from ..display.worddiff import list_diff, marked_html, marked_text, word_diff
 from ..errors import ConfigError
+from .figures import (
+    FIGURE_HEADERS,
+    LATENCY_NOTE,
+    ComparisonTable,
+    check_labels,
+    comparison_rows,
+    figure_cells,
+    live_latencies,
+    percentile,
+    workers_by_status,
+)
+from .repeatview import RepeatSpend, RepeatsView, repeat_spend
+from .scores import ScoreSummary, score_rows, summaries
+from .scoreview import ScoresView
 
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
@@ -42,13 +51,10 @@ __all__ = ["LATENCY_NOTE", "ComparisonTable", "ComparisonView", "comparison_rows
 
 # Each answer is shown (and diffed) up to this many characters; the rest is named.
 MAX_ANSWER_CHARS = 6_000
-_EXCERPT = 60
 _TASK_WIDTH = 160
 _FAILURE_WIDTH = 220
 _FAILURES_SHOWN = 3
 _COLUMN_MIN = "14em"
-LATENCY_NOTE = ("p50 / p95: latency of the variant's model calls made live; calls served "
-                "from the cache or shared with another variant are not counted (— when none)")
 
 _CSS = (
     "<style>"
@@ -71,116 +77,6 @@ _CSS = (
 )
 
 
-def _check(labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
-    if len(labels) != len(runs):
-        raise ConfigError(f"a comparison needs one label per run: got {len(labels)} "
-                          f"labels for {len(runs)} runs")
-
-
-def _count(run: RunRecord, status: str) -> int:
-    return sum(1 for worker in run.workers if worker.status == status)
-
-
-def live_latencies(run: RunRecord) -> list[float]:
-    """The latencies of ``run``'s model calls that were made live and answered, sorted.
-
-    A replayed call (``replay``) was live when recorded and keeps its recorded latency; a
-    call served from the cache, or from another variant's call, is ``cache``: not counted.
-    A failed call is not counted either: its time is retries and backoff, not an answer.
-    """
-    return sorted(c.latency for c in run.calls if c.source != "cache" and c.error is None)
-
-
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """The ``p``-th percentile of sorted ``values`` by nearest rank; None when empty."""
-    if not values:
-        return None
-    rank = max(1, math.ceil(p / 100 * len(values)))
-    return values[rank - 1]
-
-
-def comparison_rows(labels: Sequence[str], runs: Sequence[RunRecord]) -> list[dict[str, object]]:
-    """One row per variant: its label, status, answer, tokens, cost (a ``Decimal``, None
-    when unknown), wall time (``duration_s``), the p50 / p95 latency of its live calls
-    (None without one) and how many there were, workers by status and plan."""
-    _check(labels, runs)
-    rows: list[dict[str, object]] = []
-    for label, run in zip(labels, runs, strict=True):
-        usage = run.usage
-        latencies = live_latencies(run)
-        rows.append({
-            "variant": label,
-            "status": run.status,
-            "answer": run.answer,
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost_usd": usage.cost,
-            "duration_s": run.duration,
-            "latency_p50_s": percentile(latencies, 50),
-            "latency_p95_s": percentile(latencies, 95),
-            "live_calls": len(latencies),
-            "workers": len(run.workers),
-            "workers_ok": _count(run, "completed"),
-            "workers_failed": _count(run, "failed"),
-            "workers_skipped": _count(run, "skipped"),
-            "workers_cancelled": _count(run, "cancelled"),
-            "plan": list(run.plan),
-        })
-    return rows
-
-
-def workers_by_status(row: dict[str, Any]) -> str:
-    """``3 ok · 1 failed``: a row's workers by status, statuses with none left out."""
-    if not row["workers"]:
-        return "none"
-    parts = [f"{row['workers_ok']} ok"]
-    for status in ("failed", "skipped", "cancelled"):
-        if row[f"workers_{status}"]:
-            parts.append(f"{row[f'workers_{status}']} {status}")
-    return " · ".join(parts)
-
-
-def _seconds(value: object) -> str:
-    return "—" if value is None else f"{value:.2f}s"
-
-
-def _figures(row: dict[str, Any]) -> tuple[str, ...]:
-    """Status, workers, tokens in, tokens out, cost, wall time, latency p50 and p95: as
-    every table shows them."""
-    return (str(row["status"]), workers_by_status(row), format_tokens(row["prompt_tokens"]),
-            format_tokens(row["completion_tokens"]), format_cost(row["cost_usd"]),
-            _seconds(row["duration_s"]), _seconds(row["latency_p50_s"]),
-            _seconds(row["latency_p95_s"]))
-
-
-_FIGURE_HEADERS = ("status", "workers", "tokens in", "tokens out", "cost", "wall time",
-                   "p50", "p95")
-
-
-class ComparisonTable(Rendered):
-    """One row per variant: its figures and an excerpt of its answer. ``p50`` / ``p95``
-    are the latencies of its live calls (``LATENCY_NOTE``)."""
-
-    HEADERS = ("variant", *_FIGURE_HEADERS, "answer")
-
-    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
-        self.rows = comparison_rows(labels, runs)
-
-    def table_rows(self) -> list[tuple[str, ...]]:
-        return [(str(row["variant"]), *_figures(row),
-                 one_line(row["answer"], _EXCERPT) if row["answer"] is not None else "")
-                for row in self.rows]
-
-    def text(self) -> str:
-        return render_table(self.table_rows(), self.HEADERS, "simple") + "\n"
-
-    def html(self) -> str:
-        rows = self.table_rows()
-        classes = [row_class(row[1]) for row in rows]
-        table = html_table(rows, self.HEADERS, classes, css="sk-compare")
-        return f'<div class="swarmkit swarmkit-compare">{STYLE}{table}</div>'
-
-
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -188,13 +84,29 @@ def _esc(text: object) -> str:
 class ComparisonView(Rendered):
     """The variants side by side; differences from the first (the baseline) marked."""
 
-    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord]) -> None:
-        _check(labels, runs)
+    def __init__(self, labels: Sequence[str], runs: Sequence[RunRecord],
+                 scores: Sequence[ScoreSummary] = (),
+                 repeats: Sequence[RepeatSpend] = ()) -> None:
+        check_labels(labels, runs)
         if not runs:
             raise ConfigError("a comparison needs at least one run")
         self.labels = list(labels)
         self.runs = list(runs)
         self.rows = comparison_rows(labels, runs)
+        # No score at all: no block, so an unscored view reads as it always did; the
+        # same for the repeats block without repeats.
+        self.scores = ScoresView(scores) if scores else None
+        self.repeats = (RepeatsView(repeats) if any(row.repeats > 1 for row in repeats)
+                        else None)
+
+    @classmethod
+    def of_repeats(cls, labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
+                   ) -> ComparisonView:
+        """The view of each variant's repeats (repeat 0 first): repeat 0 side by side,
+        and the scores block summarising every repeat."""
+        runs = [group[0] for group in repeats]
+        return cls(labels, runs, summaries(score_rows(labels, repeats), labels),
+                   repeat_spend(labels, repeats))
 
     # -- what is compared --------------------------------------------------------------
 
@@ -272,10 +184,14 @@ class ComparisonView(Rendered):
 
     def text(self) -> str:
         parts = [self._title(), ""]
-        table = [(label, *_figures(row)) for label, row in zip(self.labels, self.rows,
+        table = [(label, *figure_cells(row)) for label, row in zip(self.labels, self.rows,
                                                                  strict=True)]
-        parts += [render_table(table, ("variant", *_FIGURE_HEADERS), "simple"),
+        parts += [render_table(table, ("variant", *FIGURE_HEADERS), "simple"),
                   LATENCY_NOTE, ""]
+        if self.repeats is not None:
+            parts += [self.repeats.text(), ""]
+        if self.scores is not None:
+            parts += [self.scores.text(), ""]
         if self.same_plan:
             parts += self._plan_text(0, f"same plan for every variant "
                                         f"({len(self.runs[0].plan)} sub-tasks)"
@@ -335,12 +251,14 @@ class ComparisonView(Rendered):
         return (f'<div class="swarmkit swarmkit-compare">{STYLE}{_CSS}'
                 f"<p><b>{_esc(self._title())}</b><br>"
                 f'<span class="sk-note">{_esc(LATENCY_NOTE)}</span></p>'
+                f"{'' if self.repeats is None else self.repeats.html()}"
+                f"{'' if self.scores is None else self.scores.html()}"
                 f'<div class="sk-scroll"><div class="sk-cmp" '
                 f'style="grid-template-columns:{columns}">{body}</div></div></div>')
 
     def _head_html(self, i: int) -> str:
         row = self.rows[i]
-        status, workers, tokens_in, tokens_out, cost, wall, p50, p95 = _figures(row)
+        status, workers, tokens_in, tokens_out, cost, wall, p50, p95 = figure_cells(row)
         live = row["live_calls"]
         latency = (f"latency p50 {p50} / p95 {p95} ({live} live call{'s' if live != 1 else ''})"
                    if live else "latency — (no live call)")

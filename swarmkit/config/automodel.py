@@ -1,4 +1,5 @@
-"""What ``auto`` chose: the embedded model's name, and the notice when it fell back to it.
+"""What ``auto`` chose: the embedded model's name, and the notices that it is at work:
+when ``auto`` fell back to it, and when it is the judge (allowed, but weak).
 
 ``auto`` is the hosted default when a key or base URL is configured and the embedded
 local model otherwise (``swarmkit.api.resolve_models``, which records the roles it sent
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["EMBEDDED_MODEL_NAME", "auto_notice"]
+__all__ = ["EMBEDDED_MODEL_NAME", "auto_notice", "judge_notice"]
 
 # The embedded model as people call it (provider.embedded serves it as "local"): the one
 # place its name is written for the user. Change it with the model.
@@ -51,3 +52,14 @@ def auto_notice(config: Mapping[str, Any]) -> str | None:
            else _joined([_ROLE_WORDS[r] for r in chosen], "and") + " ")
     return (f"{who}model: local (embedded {EMBEDDED_MODEL_NAME}; {missing}, so auto chose "
             "it)")
+
+
+def judge_notice(config: Mapping[str, Any]) -> str | None:
+    """``judge: local (embedded SmolLM2 135M) is a weak judge; ...`` for a run whose judge
+    is the embedded model; None otherwise. ``config`` is a run's recorded config, like
+    :func:`auto_notice`'s, so a replay says it too."""
+    judge = config.get("judge")
+    if not isinstance(judge, Mapping) or judge.get("model") != "local":
+        return None
+    return (f"judge: local (embedded {EMBEDDED_MODEL_NAME}) is a weak judge, its scores "
+            "say little; give --judge a hosted model for scores to trust")

@@ -143,6 +143,12 @@ def coerce_top(name: str, value: Any, option: str = "") -> Any:
     if name in ("refresh", "auto_local"):
         steps = value.split(",") if isinstance(value, str) else list(value)
         return tuple(str(step).strip() for step in steps if str(step).strip())
+    if name == "judge":
+        return coerce_role_value("model", value, option or name)
+    if name == "judge_base_url":
+        return coerce_role_value("base_url", value, option or name)
+    if name == "judge_api_key_env":
+        return coerce_role_value("api_key_env", value, option or name)
     if name == "tasks":
         return tuple(value)
     if name == "prices":

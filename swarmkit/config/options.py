@@ -54,9 +54,11 @@ SURFACES: frozenset[Surface] = frozenset(("magic", "config", "cli", "replay"))
 # field: a keyword of create_engine), "tasks" sub-tasks from the notebook (a list, a
 # Series or a DataFrame: the magic looks its name up), "run" an earlier run (a Run in
 # the notebook, or a run id in the history: a keyword of create_engine), "schema" a
-# pydantic model class or JSON schema (a namespace name on the magic line).
+# pydantic model class or JSON schema (a namespace name on the magic line), "checks"
+# functions or swarmkit.Check values from the notebook (not a config field: a keyword of
+# create_engine, like tools).
 Kind = Literal["int", "number", "usd", "bool", "names", "path", "url", "model", "text",
-               "steps", "prices", "tools", "tasks", "run", "schema"]
+               "steps", "prices", "tools", "tasks", "run", "schema", "checks"]
 ROLE_NAMES = ("planner", "worker", "reducer")
 # ``%swarm config key=none`` (or ``default``, or nothing) unsets the key.
 UNSET_VALUES = ("", "none", "default")
@@ -192,6 +194,16 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config cli", switch="on"),
     _o("batch", "bool", "send the workers to the Batch API (half price for OpenAI's "
        "models, results within 24 h); no tools", on="magic config cli", switch="on"),
+    # scoring (swarmkit.engine.scoring, swarmkit.engine.judge)
+    _o("judge", "model", "model that scores the answer against the rubric, 0-10 (no judge "
+       "when unset; model= does not set it)", "NAME", on="magic config cli"),
+    _o("rubric", "text", "what the judge scores the answer against (default: correct, "
+       "complete and clear for the task); in %%swarm, @name reads it from the notebook",
+       "TEXT", on="magic config cli"),
+    _o("repeat", "int", "run each variant of a --compare this many times", "K",
+       on="magic config"),
+    _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
+       "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),
@@ -219,6 +231,10 @@ OPTIONS: tuple[Option, ...] = (
     _o("history", "bool", "keep the run in the history database", on="config cli"),
     _o("batch_poll", "number", "seconds between looks at a batch's status (--batch)", "S",
        on="config cli"),
+    _o("judge_base_url", "url", "OpenAI-compatible endpoint of the judge (default: "
+       "base_url's)", "URL", on="config cli"),
+    _o("judge_api_key_env", "names", "environment variable(s) holding the judge's key "
+       "(default: api_key_env's)", "VAR", on="config cli"),
     _o("mcp_tools", "names", "only these MCP tools (NAME__tool, comma-separated) of the "
        "servers they name; a server not named offers all its tools", "A,B", on="config"),
     _o("mcp_exclude_tools", "names", "MCP tools (NAME__tool, comma-separated) never offered",
@@ -227,16 +243,18 @@ OPTIONS: tuple[Option, ...] = (
     _o("refresh", "steps", "steps that skip the cache (what %swarm rerun sets)", on=""),
     _o("auto_local", "names", "roles whose 'auto' model became the embedded one (no key "
        "or base URL set; what swarmkit sets)", on=""),
+    _o("judge_seed", "int", "the judge's seed (what repeat i of a comparison sets: i)",
+       on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
        on=""),
 )
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
 # Rows that are no SwarmConfig field: keywords read before the config is built (tools,
-# plan_from and the MCP tool lists by create_engine, task_template with tasks by
+# checks, plan_from and the MCP tool lists by create_engine, task_template with tasks by
 # SwarmConfig.with_options).
 NOT_FIELDS: frozenset[str] = frozenset({"tools", "plan_from", "task_template", "mcp_tools",
-                                        "mcp_exclude_tools"})
+                                        "mcp_exclude_tools", "checks"})
 # NOT_FIELDS that are %swarm config keys: SwarmConfig.with_options checks and skips them,
 # and the magic hands them to the tool loop with the session's MCP servers.
 TOOL_CHOICE_KEYS: tuple[str, ...] = ("mcp_tools", "mcp_exclude_tools")

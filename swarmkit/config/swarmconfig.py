@@ -31,6 +31,7 @@ __all__ = [
     "AUTO_MODEL",
     "DEFAULT_KEY_ENV",
     "DEFAULT_MODEL",
+    "JUDGE_MAX_TOKENS",
     "LOCAL_MODEL",
     "LOCAL_PENALTIES",
     "ROLES",
@@ -39,8 +40,13 @@ __all__ = [
     "SwarmConfig",
 ]
 
-Role = Literal["planner", "worker", "reducer"]
+# The swarm's three roles are ROLES; the judge is a role of its own (its calls have role
+# "judge"), with its own model (model= leaves it unset: no judge) and, unless given its
+# own, the reducer's endpoint and key variables (so base_url= routes it too).
+Role = Literal["planner", "worker", "reducer", "judge"]
 ROLES: tuple[Role, ...] = ROLE_NAMES  # type: ignore[assignment]
+# The judge answers {"score": 0-10, "reason": "..."}: a sentence or two.
+JUDGE_MAX_TOKENS = 512
 
 LOCAL_MODEL = "local"
 # The embedded 135M model loops: a worker or reducer repeats a paragraph until its max
@@ -159,9 +165,47 @@ class SwarmConfig:
     # The roles whose "auto" model became the embedded one because no key or base URL
     # was set (set by api.resolve_models; config.automodel says so in every view).
     auto_local: tuple[str, ...] = ()
+    # The judge (swarmkit.engine.judge): its model (None: no judge), endpoint and key
+    # variables, and the rubric it scores against (None: the default rubric).
+    judge: str | None = None
+    judge_base_url: str | None = None  # None: the reducer's
+    judge_api_key_env: tuple[str, ...] = ()  # empty: the reducer's
+    rubric: str | None = None
+    # The judge's seed: None, except in repeat i of a comparison (for_repeat), where it is
+    # i, so each repeat's judge call is its own and the judge's spread is measured too.
+    judge_seed: int | None = None
+    # How many times a comparison runs each variant (swarmkit.comparison).
+    repeat: int = 1
 
     def role(self, role: Role) -> RoleConfig:
+        if role == "judge":
+            return self.judge_role
         return getattr(self, role)  # type: ignore[no-any-return]
+
+    def for_repeat(self, index: int) -> SwarmConfig:
+        """The config of repeat ``index`` (0 to ``repeat`` - 1) of a comparison's variant:
+        repeat 0 is this config itself (so ``repeat=1`` changes nothing), and repeat i
+        gives every role the seed ``seed + i`` (``i`` when unset), the judge too. The seed
+        is part of a request's fingerprint, so the repeats are distinct calls, and a re-run
+        of the same repeats asks the same requests, which the cache then serves."""
+        if not 0 <= index < self.repeat:
+            raise ConfigError(f"repeat {index} is not one of this config's {self.repeat} "
+                              f"repeats; give 0 to {self.repeat - 1}")
+        if index == 0:
+            return self
+        seeded = {role: replace(self.role(role), seed=(self.role(role).seed or 0) + index)
+                  for role in ROLES}
+        return replace(self, **seeded, judge_seed=(self.judge_seed or 0) + index)
+
+    @property
+    def judge_role(self) -> RoleConfig:
+        """How the judge talks to its model; a ConfigError when no judge is set."""
+        if self.judge is None:
+            raise ConfigError("no judge is set; give judge=MODEL (--judge MODEL)")
+        base_url = self.reducer.base_url if self.judge_base_url is None else self.judge_base_url
+        return RoleConfig(model=self.judge, base_url=base_url,
+                          api_key_env=self.judge_api_key_env or self.reducer.api_key_env,
+                          max_tokens=JUDGE_MAX_TOKENS, seed=self.judge_seed)
 
     @property
     def models(self) -> dict[str, str]:
@@ -182,6 +226,19 @@ class SwarmConfig:
             data["auto_local"] = list(self.auto_local)
         else:  # the usual case: no key of its own, so a recorded run reads as before
             del data["auto_local"]
+        # Without a judge (or repeats) nothing of them is written, so an unscored run's
+        # config, cassette and history row read exactly as before scoring existed.
+        for name in ("judge", "judge_base_url", "judge_api_key_env", "rubric", "judge_seed"):
+            del data[name]
+        if self.judge is not None:
+            role = self.judge_role
+            judge = asdict(role)
+            judge["api_key_env"] = list(role.api_key_env)
+            if role.base_url is not None:
+                judge["base_url"] = redact_url(role.base_url)
+            data["judge"], data["rubric"] = judge, self.rubric
+        if self.repeat == 1:
+            del data["repeat"]
         return data
 
     @classmethod
@@ -197,6 +254,12 @@ class SwarmConfig:
         values["refresh"] = tuple(values.get("refresh") or ())
         values["tasks"] = tuple(values.get("tasks") or ())
         values["auto_local"] = tuple(values.get("auto_local") or ())
+        judge = values.pop("judge", None)
+        if isinstance(judge, Mapping):
+            values["judge"] = judge.get("model")
+            values["judge_base_url"] = judge.get("base_url")
+            values["judge_api_key_env"] = tuple(judge.get("api_key_env") or ())
+            values["judge_seed"] = judge.get("seed")
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
@@ -273,6 +336,8 @@ class SwarmConfig:
         for name in ("system_prompt", "reducer_prompt", "planner_prompt"):
             if not isinstance(getattr(self, name), str):
                 raise ConfigError(f"{name} must be text, got {getattr(self, name)!r}")
+        if self.rubric is not None and not isinstance(self.rubric, str):
+            raise ConfigError(f"rubric must be text, got {self.rubric!r}")
         try:
             self.planner_prompt.format(max_workers=self.max_workers)
         except (KeyError, IndexError, ValueError) as exc:

@@ -24,15 +24,17 @@ def secret_values(config: SwarmConfig, env: Mapping[str, str]) -> dict[str, str]
 
     They are remembered for ``swarmkit.credentials.scrub`` too, for the rest of the process.
     """
+    # The judge's key and endpoint are secrets like any role's (it may have its own).
+    roles = (*ROLES, "judge") if config.judge is not None else ROLES
     names = {DEFAULT_KEY_ENV}
-    for role in ROLES:
+    for role in roles:
         names.update(config.role(role).api_key_env)
     found = {}
     for name in sorted(names):
         value = env.get(name, "")
         if len(value.strip()) >= MIN_SECRET_CHARS:
             found[name] = value.strip()
-    for role in ROLES:
+    for role in roles:
         parts = urlsplit(config.role(role).base_url or "")
         for what, part in (("user", parts.username), ("password", parts.password)):
             value = unquote(part or "")

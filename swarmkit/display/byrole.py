@@ -1,4 +1,4 @@
-"""Spend by role: planner, workers, reducer and their total, from a Run's calls.
+"""Spend by role: planner, workers, reducer, judge and their total, from a Run's calls.
 
 The totals line counts every call, the worker table only the workers' calls; this
 summary is what makes the two add up on screen. Its last row is the run's own total,
@@ -22,7 +22,7 @@ __all__ = ["ROLE_HEADERS", "RoleSpend", "role_spend"]
 # A "cut" column (calls cut at max tokens) goes before "model" when a run has any.
 ROLE_HEADERS = ("role", "calls", "attempts", "retries", "tokens in", "tokens out", "cost",
                 "model")
-_LABELS = {"planner": "planner", "worker": "workers", "reducer": "reducer"}
+_LABELS = {"planner": "planner", "worker": "workers", "reducer": "reducer", "judge": "judge"}
 
 
 @dataclass(frozen=True, slots=True)

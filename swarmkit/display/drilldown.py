@@ -8,7 +8,9 @@ a few hundred KB at most.
 
 The messages a worker sent are not stored: they are a pure function of the run's config,
 its task and the plan (``worker_messages``, ``reducer_messages``), rebuilt here; what the
-tool loop added to them is the worker's tool calls, shown below them.
+tool loop added to them is the worker's tool calls, shown below them. The judge's calls
+do keep what they sent and what came back, so its drill-down shows both and the score
+parsed from the reply.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_MESSAGE_CHARS", "MAX_OUTPUT_CHARS", "MAX_TOOL_CALLS", "cut", "details",
-    "planner_details", "reducer_details", "reducer_input", "run_worker_messages", "worker_body",
-    "worker_details",
+    "judge_details", "planner_details", "reducer_details", "reducer_input",
+    "run_worker_messages", "worker_body", "worker_details",
 ]
 
 MAX_OUTPUT_CHARS = 4_000
@@ -177,3 +179,33 @@ def reducer_details(run: RunRecord) -> str:
               if i in by_index]
     return reducer_input(str(run.config["reducer_prompt"]), run.task, inputs,
                          MAX_REDUCER_INPUT_CHARS, "run.reduced and run.workers")
+
+
+def judge_details(run: RunRecord) -> str:
+    """Each judge call, expandable: the prompt it was sent, its reply, and the score
+    parsed from it (or why there is none); empty when the run was not judged."""
+    by_step = {score.step: score for score in run.scores if score.step}
+    parts = []
+    for call in run.calls:
+        if call.role != "judge" or call.messages is None:
+            continue
+        where = f"run.calls (step {call.step})"
+        score = by_step.get(call.step)
+        if call.error is not None:
+            verdict = f"call failed: {call.error}"
+        elif score is None or score.score is None:
+            verdict = f"no score: {score.error if score else 'not recorded'}"
+        else:
+            verdict = f"score {float(score.score) * 10:g}/10 → {float(score.score):.2f}"
+        body = "".join(
+            f"<div><i>{_esc(m.get('role', ''))}</i>"
+            f"{_pre(str(m.get('content', '')), MAX_MESSAGE_CHARS, where)}</div>"
+            for m in call.messages)
+        reply = "" if call.output is None else (
+            f"<div><i>reply</i>{_pre(call.output, MAX_OUTPUT_CHARS, where)}</div>")
+        parsed = f'<p class="sk-note">{_esc(verdict)}'
+        parsed += f" · {_esc(score.reason)}</p>" if score and score.reason else "</p>"
+        parts.append(details(f"{call.step}: the judge's prompt and reply · {verdict}",
+                             f'<div class="sk-drill">{body}{reply}{parsed}</div>',
+                             css="sk-judge"))
+    return "".join(parts)

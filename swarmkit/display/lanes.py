@@ -2,8 +2,10 @@
 
 A lane is two lines: the variant's label, its phase and its clock; then its workers
 done of all (by status), its calls cut at max tokens (when any), tokens, cost and tool
-calls, over a thin bar of finished workers. The comparison's header sums what every lane
-spent. Both have a text form too (the same figures on one line). Everything is escaped.
+calls, over a thin bar of finished workers. Once the run is scored, a third line shows
+each check's and the judge's score as it lands (``scores: contains 1.00 · judge 0.80``).
+The comparison's header sums what every lane spent. Both have a text form too (the same
+figures on one line). Everything is escaped.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from .tablefmt import format_cost, format_tokens
 from .theme import COLOURS, STYLE
 from .truncation import CUT_MARK
 
-__all__ = ["lane_text", "lane_workers", "render_header", "render_lane"]
+__all__ = ["lane_scores", "lane_text", "lane_workers", "render_header", "render_lane"]
 
 _BOX = "font-family:var(--jp-ui-font-family,sans-serif);font-size:12px"
 # Worker statuses as a lane counts them (the first word of a status label), in order.
@@ -32,7 +34,7 @@ def _esc(text: object) -> str:
 
 
 def _phase(state: LiveState) -> str:
-    if state.cancelling and state.phase in ("planning", "running", "reducing"):
+    if state.cancelling and state.phase in ("planning", "running", "reducing", "scoring"):
         return "cancelling…"
     return state.phase
 
@@ -68,10 +70,23 @@ def _spend(usage: Usage, tools: int | None = None) -> str:
     return spent if tools is None else f"{spent} · {tools} tool calls"
 
 
+def lane_scores(state: LiveState) -> str:
+    """``scores: contains 1.00 · judge 0.80 · regex error``, in the order they landed;
+    "" before the first. A score that could not be taken reads ``error`` (unknown, not 0:
+    the static view and ``Comparison.scores()`` say why)."""
+    if not state.scores:
+        return ""
+    shown = (f"{score.name} {'error' if score.score is None else f'{float(score.score):.2f}'}"
+             for score in state.scores)
+    return "scores: " + " · ".join(shown)
+
+
 def lane_text(label: str, state: LiveState) -> str:
     """The lane on one line."""
+    scores = lane_scores(state)
     return (f"{label} · {_phase(state)} · {state.now:.1f}s · workers {lane_workers(state)}"
-            f"{_cut(state)} · {_spend(state.usage, state.tool_count)}")
+            f"{_cut(state)} · {_spend(state.usage, state.tool_count)}"
+            + (f" · {scores}" if scores else ""))
 
 
 def _bar(state: LiveState) -> str:
@@ -93,29 +108,50 @@ def _bar(state: LiveState) -> str:
             f'overflow:hidden;box-sizing:border-box">{"".join(fills)}</div>')
 
 
+def _kept(text: str) -> str:
+    """``text``'s `` · ``-separated figures (outside parentheses), each kept on one line,
+    so a narrow lane wraps between ``tokens ...`` and ``cost $0.01``, never inside."""
+    pieces, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and text.startswith(" · ", i):
+            pieces.append(text[start:i])
+            start = i + 3
+    pieces.append(text[start:])
+    return " · ".join(f'<span style="white-space:nowrap">{_esc(piece)}</span>'
+                      for piece in pieces)
+
+
 def render_lane(label: str, state: LiveState) -> str:
     """The lane's HTML: a ``div.swarmkit`` (the header carries the CSS)."""
     phase = _phase(state)
     colour = COLOURS[_PHASE_COLOUR.get(state.phase, "running")].css
     error = (f'<br><span style="color:{COLOURS["failed"].css}">error: '
              f"{_esc(one_line(state.error, 200))}</span>" if state.error else "")
-    return (f'<div class="swarmkit sk-lane" style="{_BOX};border-left:3px solid {colour};'
-            f'padding:1px 0 3px 6px;margin:2px 0">'
+    scores = lane_scores(state)
+    scored = f'<br><span class="sk-lane-scores">{_kept(scores)}</span>' if scores else ""
+    # Its own line height: an ipywidgets HTML widget's (28 px) would space it out.
+    return (f'<div class="swarmkit sk-lane" style="{_BOX};line-height:1.45;'
+            f'border-left:3px solid {colour};padding:1px 0 3px 6px;margin:2px 0">'
             f'<b>{_esc(label)}</b> · <b style="color:{colour}">{_esc(phase)}</b> · '
-            f"{state.now:.1f}s<br>workers {_esc(lane_workers(state))}{_esc(_cut(state))} · "
-            f"{_esc(_spend(state.usage, state.tool_count))}{error}{_bar(state)}</div>")
+            f"{state.now:.1f}s<br>{_kept('workers ' + lane_workers(state) + _cut(state))} · "
+            f"{_kept(_spend(state.usage, state.tool_count))}{error}{scored}{_bar(state)}</div>")
 
 
-def render_header(task: str, states: Sequence[LiveState], cancelling: bool = False) -> str:
-    """The comparison's header: how many variants, how many finished, what all spent."""
+def render_header(task: str, states: Sequence[LiveState], cancelling: bool = False,
+                  variants: int | None = None) -> str:
+    """The comparison's header: how many variants (and runs, when they repeat), how many
+    runs finished. ``variants`` is None when each lane is one variant."""
     finished = sum(1 for s in states if s.phase not in ("starting", "planning", "running",
-                                                        "reducing"))
+                                                        "reducing", "scoring"))
+    variants = len(states) if variants is None else variants
+    runs = "" if variants == len(states) else f" · {len(states)} runs"
     status = ("cancelling…" if cancelling and finished < len(states) else
               "done" if finished == len(states) else f"running · {finished} of "
               f"{len(states)} finished")
     colour = COLOURS["ok" if finished == len(states) else "running"].css
     # No sum of the lanes' spend: a call the variants share is in every lane that uses it.
     return (f'{STYLE}<div class="swarmkit" style="{_BOX}"><b>compare</b> · '
-            f"{len(states)} variants · "
+            f"{variants} variants{runs} · "
             f'<b style="color:{colour}">{_esc(status)}</b>'
             f"<br>task: {_esc(one_line(task, 160))}</div>")

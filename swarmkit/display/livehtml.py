@@ -84,8 +84,8 @@ def _header(state: LiveState) -> str:
         f"{_esc(state.status)}</b> · {state.now:.1f}s",
         f"<br>task: {_esc(one_line(state.task, 160))}",
         f"<br>{model_text} · concurrency {limits}",
-        *([f'<br><span class="sk-note">{_esc(state.auto_notice)}</span>']
-          if state.auto_notice else []),
+        *(f'<br><span class="sk-note">{_esc(notice)}</span>'
+          for notice in (state.auto_notice, state.judge_notice) if notice),
         f"<br>{state.calls} calls{cut} · tokens {format_tokens(state.prompt_tokens)} in / "
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
     ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..config.automodel import auto_notice
+from ..config.automodel import auto_notice, judge_notice
 from ..record.events import (
     BatchUpdated,
     BudgetUpdated,
@@ -32,11 +32,18 @@ from ..record.events import (
     ReducerStarted,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     ToolCallFinished,
     WorkerFinished,
     WorkerStarted,
 )
-from ..record.rows import ToolCallRecord, WorkerRecord, reducer_part_of_step, worker_of_step
+from ..record.rows import (
+    ScoreRecord,
+    ToolCallRecord,
+    WorkerRecord,
+    reducer_part_of_step,
+    worker_of_step,
+)
 from ..record.usage import Usage
 from .truncation import max_tokens_of
 
@@ -151,6 +158,7 @@ class LiveState(_Spent):
         # "auto" fell back to the embedded model: the one line that says so (RunStarted's
         # config says which roles), or None.
         self.auto_notice: str | None = None
+        self.judge_notice: str | None = None  # the judge is the embedded model
         self.resumed_from = config.resume
         # --batch: each batch's last reported status and counts, by batch id.
         self.batches: dict[str, BatchUpdated] = {}
@@ -174,6 +182,8 @@ class LiveState(_Spent):
         self.reducer_parts = 0
         self.parts_merged: dict[int, int] = {}
         self.parts_running: set[str] = set()
+        # The checks' and the judge's scores, as they land (after the reducer).
+        self.scores: list[ScoreRecord] = []
         self.dirty: set[str] = set(SECTIONS)
 
     # -- folding events (O(1) each) ----------------------------------------------------
@@ -204,6 +214,7 @@ class LiveState(_Spent):
                 self.models = {role: str(event.config.get(role, {}).get("model", model))
                                for role, model in self.models.items()}
                 self.auto_notice = auto_notice(event.config)
+                self.judge_notice = judge_notice(event.config)
                 self.max_tokens = {role: max_tokens_of(event.config, role) or limit
                                    for role, limit in self.max_tokens.items()}
             case PlanReady():
@@ -212,6 +223,8 @@ class LiveState(_Spent):
                 self.phase = "running"
                 self.dirty.update(("plan", "workers"))
             case CallStarted():
+                if event.step.startswith("judge-"):
+                    self._scoring()
                 index = worker_of_step(event.step)
                 if index is None and reducer_part_of_step(event.step) is not None:
                     self.parts_running.add(event.step)
@@ -261,12 +274,22 @@ class LiveState(_Spent):
                     self.reducer_text, self.reducer_attempt = [], event.attempt
                 self.reducer_text.append(event.text)
                 self.dirty.add("reducer")
+            case ScoreRecorded():
+                self.scores.append(event.score)
+                self._scoring()
             case RunFinished():
                 self.phase = _FINAL_STATUS.get(event.status, event.status)
                 self.error = event.error
                 if event.answer is not None and not self.reducer_text:
                     self.reducer_text.append(event.answer)  # a reducer that did not stream
                 self.dirty.update(("reducer", "workers", "budget"))
+
+    def _scoring(self) -> None:
+        """The checks have landed or the judge was called: the answer is being scored
+        (a lane would otherwise read "reducing" while only its judge runs)."""
+        if self.phase in ("running", "reducing"):
+            self.phase = "scoring"
+        self.dirty.add("header")
 
     def _call_finished(self, event: CallFinished) -> None:
         call = event.call
@@ -332,7 +355,7 @@ class LiveState(_Spent):
 
     @property
     def status(self) -> str:
-        if self.cancelling and self.phase in ("planning", "running", "reducing"):
+        if self.cancelling and self.phase in ("planning", "running", "reducing", "scoring"):
             return "cancelling…"
         if self.phase == "running":
             return self.progress

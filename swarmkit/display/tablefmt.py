@@ -26,7 +26,8 @@ __all__ = ["NUMERIC", "Markup", "clipped", "format_cost", "format_tokens", "html
 # Columns (by header) that hold numbers: right-aligned.
 NUMERIC = frozenset({"worker", "calls", "attempts", "retries", "tokens in", "tokens out",
                      "cost", "latency", "tools", "hop", "duration", "time",
-                     "wall time", "p50", "p95"})
+                     "wall time", "p50", "p95", "mean", "spread", "range", "repeats",
+                     "not scored"})
 # Columns whose text is clipped on one line, with the whole text on hover.
 _CLIPPED = {"task": "sk-task", "why": "sk-why"}
 

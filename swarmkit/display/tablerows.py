@@ -1,5 +1,5 @@
-"""The rows of a run's static tables: one per worker and one per tool call, each cell
-clipped to one line (the drill-down holds the whole text).
+"""The rows of a run's static tables: one per worker, one per tool call and one per
+score, each cell clipped to one line (the drill-down holds the whole text).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from .tablefmt import format_cost, format_tokens
 from .truncation import with_cut_mark
 
 if TYPE_CHECKING:
-    from ..record.rows import ToolCallRecord, WorkerRecord
+    from ..record.rows import ScoreRecord, ToolCallRecord, WorkerRecord
 
-__all__ = ["CELL_WIDTH", "TASK_WIDTH", "data_cell", "tool_row", "worker_row"]
+__all__ = ["CELL_WIDTH", "SCORE_HEADERS", "TASK_WIDTH", "data_cell", "score_figure",
+           "score_row", "tool_row", "worker_row"]
 
 TASK_WIDTH = 48
 CELL_WIDTH = 60
@@ -56,3 +57,18 @@ def tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
         one_line(t.error, CELL_WIDTH) or "",
         f"{t.duration:.3f}s",
     )
+
+
+SCORE_HEADERS = ("score", "value", "reason")
+
+
+def score_figure(score: ScoreRecord) -> str:
+    """``0.80``; ``error`` when no score could be taken (unknown, not 0)."""
+    return "error" if score.score is None else f"{float(score.score):.2f}"
+
+
+def score_row(score: ScoreRecord) -> tuple[str, str, str]:
+    """A check's or the judge's score: its name, value and reason (or error)."""
+    why = score.error if score.error else score.reason
+    return (one_line(score.name, CELL_WIDTH), score_figure(score),
+            one_line(why or "", CELL_WIDTH))

@@ -15,18 +15,18 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..config.automodel import auto_notice
+from ..config.automodel import auto_notice, judge_notice
 from ..config.outputschema import schema_fields
 from ..credentials.scrub import one_line
 from ..record.rows import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
-from .drilldown import planner_details, reducer_details, worker_details
+from .drilldown import judge_details, planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses
 from .markdown import markdown_html
 from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table, render_table
-from .tablerows import TASK_WIDTH, data_cell, tool_row, worker_row
+from .tablerows import SCORE_HEADERS, TASK_WIDTH, data_cell, score_row, tool_row, worker_row
 from .theme import STYLE, row_class
 from .timeline import timeline_svg
 from .truncation import (
@@ -184,9 +184,10 @@ class RunTables(Rendered):
         return render_table(self.role_rows(), self.role_headers, fmt)
 
     def notices(self) -> list[str]:
-        """Lines under the totals: ``auto`` fell back to the embedded model (why, which)."""
-        notice = auto_notice(self.run.config)
-        return [] if notice is None else [notice]
+        """Lines under the totals: ``auto`` fell back to the embedded model (why, which),
+        the judge is the embedded model (a weak judge)."""
+        found = (auto_notice(self.run.config), judge_notice(self.run.config))
+        return [notice for notice in found if notice is not None]
 
     def answer_warning(self) -> str | None:
         """The line above an answer cut at max tokens (or merged from cut parts)."""
@@ -255,6 +256,9 @@ class RunTables(Rendered):
         if run.tool_calls:
             cut = self._tool_cut
             parts += [cut.note or "tool calls", self.tool_table(shown=cut.shown), ""]
+        if run.scores:
+            parts += ["scores", render_table([score_row(score) for score in run.scores],
+                                             SCORE_HEADERS, "simple"), ""]
         if run.answer is not None:
             warning = self.answer_warning()
             parts += ["answer", *([warning] if warning else []), run.answer]
@@ -287,6 +291,9 @@ class RunTables(Rendered):
             ]
         elif self.mapped_only:
             parts.append(f"<p>{html.escape(NO_REDUCER_NOTE)}</p>")
+        if run.scores:
+            parts += ["<p><b>scores</b></p>", html_table(
+                [score_row(score) for score in run.scores], SCORE_HEADERS, css="sk-scores")]
         if run.calls:
             parts += ["<p><b>by role</b></p>",
                       html_table(self.role_rows(), self.role_headers, css="sk-roles")]
@@ -296,7 +303,8 @@ class RunTables(Rendered):
         if run.workers:
             cut = self._worker_cut
             parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
-        drill = [d for d in (planner_details(run), reducer_details(run)) if d]
+        drill = [d for d in (planner_details(run), reducer_details(run), judge_details(run))
+                 if d]
         if drill:
             parts.append(f'<div class="sk-drill">{"".join(drill)}</div>')
         if run.tool_calls:

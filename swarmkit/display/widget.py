@@ -1,4 +1,4 @@
-"""The live views: an ipywidgets dashboard of one run, and one lane per variant of a
+"""The live views: an ipywidgets dashboard of one run, and one lane per run of a
 comparison; each is fed as Sinks.
 
 This is the only module that imports ipywidgets, and it does so inside the classes so
@@ -72,7 +72,7 @@ def _fold(state: LiveState, inbox: deque[Event]) -> bool:
 
 
 def _in_flight(state: LiveState) -> bool:
-    return state.phase in ("planning", "reducing") or bool(state.running)
+    return state.phase in ("planning", "reducing", "scoring") or bool(state.running)
 
 
 def _tick(state: LiveState, now: float | None) -> None:
@@ -241,7 +241,8 @@ class Dashboard(_LiveView):
 
 
 class _Lane:
-    """The Sink of one variant: its events go to its own inbox, folded by the flusher."""
+    """The Sink of one run of a comparison: its events go to its own inbox, which the
+    flusher folds."""
 
     __slots__ = ("inbox", "view")
 
@@ -255,10 +256,11 @@ class _Lane:
 
 
 class CompareDashboard(_LiveView):
-    """The live view of a comparison: one compact lane per variant, one set of buttons.
+    """The live view of a comparison: one compact lane per run, one set of buttons.
 
-    Feed variant ``i``'s run with ``.sink(i)``; display ``.widget``; ``.close()`` at the
-    end. Every variant's events arrive on the same engine loop thread.
+    Feed run ``i`` (variant ``i``, when none repeats) with ``.sink(i)``; display
+    ``.widget``; ``.close()`` at the end. Every run's events arrive on the same engine
+    loop thread.
     """
 
     def __init__(
@@ -271,8 +273,11 @@ class CompareDashboard(_LiveView):
         on_stop: Callable[[], None] | None = None,
         clock: Clock | None = None,
         max_rate: float = 10.0,
+        variants: int | None = None,
     ) -> None:
-        """``clock()`` is the comparison's time in seconds (None before it starts)."""
+        """``clock()`` is the comparison's time in seconds (None before it starts). A lane
+        is one run: ``variants`` says how many variants they are when some repeat (None:
+        one lane per variant)."""
         if len(labels) != len(configs):
             raise ConfigError(f"a comparison needs one label per config: got {len(labels)} "
                               f"labels for {len(configs)} configs")
@@ -286,7 +291,9 @@ class CompareDashboard(_LiveView):
         self._lanes = [_Lane(self) for _ in configs]
         self._ended = [False] * len(configs)
         self._cancelling = False
-        self.sections = {"header": widgets.HTML(value=render_header(task, self.states))}
+        self._variants = variants
+        self.sections = {"header": widgets.HTML(
+            value=render_header(task, self.states, variants=variants))}
         for i, (label, state) in enumerate(zip(self.labels, self.states, strict=True)):
             self.sections[f"lane-{i}"] = widgets.HTML(value=render_lane(label, state))
             state.dirty.clear()
@@ -294,7 +301,7 @@ class CompareDashboard(_LiveView):
                                 [self.sections[f"lane-{i}"] for i in range(len(configs))])
 
     def sink(self, i: int) -> Sink:
-        """The Sink of variant ``i``'s run."""
+        """The Sink of run ``i``."""
         return self._lanes[i]
 
     def _render(self) -> dict[str, str]:
@@ -310,7 +317,8 @@ class CompareDashboard(_LiveView):
                 state.dirty.clear()
         self._finished = all(self._ended)
         if rendered or self._cancelling:
-            rendered["header"] = render_header(self.task, self.states, self._cancelling)
+            rendered["header"] = render_header(self.task, self.states, self._cancelling,
+                                               self._variants)
         return rendered
 
     def _in_flight(self) -> bool:

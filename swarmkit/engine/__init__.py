@@ -4,6 +4,8 @@
     planner         the ``{"tasks": [...]}`` contract; ``ladder``: its response_format rungs
     worker          one worker's calls or tool loop; ``typedworker``: a ``--schema`` worker
     reducer         the merge; ``reducerinput``: what one request holds; ``reducetree``: parts
+    scoring         ``Check``: Python checks of the answer after the reducer, and built-ins
+    judge           the judge: a model scores the answer against the rubric (``judge-<i>``)
     batchfanout     batch mode's fan-out (the workers as Batch API batches)
     recordbuilder   ``RunRecordBuilder``: the sink that builds the ``RunRecord`` from events
     modelcaller     ``ModelCaller``: the seam every model call crosses

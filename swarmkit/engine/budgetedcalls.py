@@ -34,7 +34,7 @@ def build_request(
     (and, on the embedded model, the penalties that keep its workers and reducer from
     looping: config.swarm.LOCAL_PENALTIES)."""
     rc = config.role(role)
-    if rc.is_local and role != "planner":
+    if rc.is_local and role not in ("planner", "judge"):  # grammar-bound JSON: no penalties
         extra = {**LOCAL_PENALTIES, **extra}
     return ChatRequest(
         model=rc.model,
@@ -111,12 +111,16 @@ class BudgetedCalls:
         into: list[CallRecord] | None = None,
         reservation: Reservation | None = None,
         on_delta: Callable[[str, int], None] | None = None,
+        keep: bool = False,
     ) -> CallOutcome:
         """One model call under the budget. Raises BudgetExceeded or ProviderError.
 
         Its CallRecord is appended to ``into`` (a worker's tally) as well as emitted;
         ``on_delta(text, attempt)`` receives streamed text with the attempt it belongs to.
+        ``keep``: the CallRecord keeps the messages sent and the text answered (the
+        judge's, whose prompt cannot be rebuilt from the run's config and plan).
         """
+        kept = request.messages if keep else None
         if reservation is None and self.budget.capped:
             usd, tokens = self.worst_case(role, request)
             reservation = await self.budget.reserve(usd, tokens, what=step)
@@ -142,7 +146,7 @@ class BudgetedCalls:
                 usage=Usage(requests=exc.attempts),
                 started=exc.started if exc.started is not None else started,
                 latency=exc.latency if exc.latency is not None else self._now() - started,
-                attempts=exc.attempts, error=str(exc), status=exc.status,
+                attempts=exc.attempts, error=str(exc), status=exc.status, messages=kept,
             ), into)
             raise
         except BaseException as exc:
@@ -170,7 +174,8 @@ class BudgetedCalls:
             role, step, request, source=outcome.source, usage=usage, cost=cost,
             started=started if outcome.started is None else outcome.started,
             latency=outcome.latency, attempts=outcome.attempts, occurrence=outcome.occurrence,
-            finish_reason=outcome.response.finish_reason,
+            finish_reason=outcome.response.finish_reason, messages=kept,
+            output=outcome.response.content if keep else None,
         ), into, outcome.response.model)
         return outcome
 
@@ -220,6 +225,8 @@ class BudgetedCalls:
         error: str | None = None,
         status: int | None = None,
         finish_reason: str | None = None,
+        messages: tuple[dict[str, Any], ...] | None = None,
+        output: str | None = None,
     ) -> CallRecord:
         """The one place a CallRecord is built. A failed call costs nothing: it is unbilled.
         ``finish_reason`` is the response's, whichever way it was served (live, streamed,
@@ -228,7 +235,7 @@ class BudgetedCalls:
             step=step, role=role, model=request.model, source=source, usage=usage,
             cost_usd=cost, started=started, latency=latency, attempts=attempts,
             fingerprint=request.fingerprint(), occurrence=occurrence, error=error,
-            status=status, finish_reason=finish_reason,
+            status=status, finish_reason=finish_reason, messages=messages, output=output,
         )
 
     def _finish(

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..errors import BudgetExceeded, ConfigError, PlanError, ProviderError, ReplayMiss
-from ..record.events import Event, PlanReady, RunFinished, RunStarted, Sink
+from ..record.events import Event, PlanReady, RunFinished, RunStarted, ScoreRecorded, Sink
 from ..record.rows import BatchRecord, WorkerRecord
 from ..record.runrecord import RunRecord
 from .batchfanout import check_batch, fan_out_batched
@@ -26,17 +26,23 @@ from .budget import Budget
 from .context import StepContext
 from .gcpause import full_collections_deferred
 from .halt import STOPPED, Halt
+from .judge import judge_text
 from .modelcaller import RunCaller
 from .planner import make_plan
 from .prices import PriceTable
 from .recordbuilder import RunRecordBuilder
 from .reducer import hold_for_reducer, mapped_only, reduce
+from .scoring import Check, CheckInput, score_checks
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
 __all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id", "resumed_task"]
 
 log = logging.getLogger("swarmkit")
+
+# The outcomes that are scored (an answer, or without a reducer the workers' outputs):
+# a partial run merged what its failed workers left, and that answer is scored too.
+_SCORED = ("completed", "partial", "stopped")
 
 _CANCEL_MESSAGES = {
     "timeout": "run timed out",
@@ -88,20 +94,23 @@ class Engine:
         batches: BatchService | None = None,
         adopted: Sequence[BatchRecord] = (),
         stored_task: str | None = None,
+        checks: Sequence[Check | Callable[..., Any]] = (),
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
         the workers go to ``batches`` (a Batch API); ``adopted`` are the batches of the
         run this one resumes, polled rather than sent again. ``stored_task`` is the task
         of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
-        task as that one and refuses another (``resumed_task``)."""
+        task as that one and refuses another (``resumed_task``). ``checks`` score the
+        answer after the reducer, then the judge does (``config.judge``)."""
         self.config = config
+        self.checks = tuple(Check.of(check) for check in checks)
         self.stored_task = stored_task
         self.caller = caller
         self.prices = prices or PriceTable.with_overrides(config.prices)
         self.run_id = run_id or new_run_id()
         self.started_at = started_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        self.recorder = RunRecordBuilder(record_type)
+        self.recorder = RunRecordBuilder(record_type, self.checks)
         self.sinks: list[Sink] = [self.recorder, *sinks]
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
@@ -119,9 +128,9 @@ class Engine:
             prices=self.prices, budget=self.budget, halt=self.halt,
         )
         self._worker_tasks: set[asyncio.Task[None]] = set()  # the running ones
-        self.phase = "planning"  # then "workers", "reducing", "ended"
+        self.phase = "planning"  # then "workers", "reducing", "scoring", "ended"
         if config.budget_usd is not None:
-            for role in ROLES:
+            for role in (*ROLES, *(("judge",) if config.judge is not None else ())):
                 self.prices.require(config.role(role).model)
         if config.batch:
             check_batch(config, self.prices, has_tools=worker_loop is not None,
@@ -194,6 +203,9 @@ class Engine:
                 status, answer, error = mapped_only(self.context, records)
             if self.halt.stop is not None:
                 status = STOPPED  # the answer merges only what finished before the stop
+            if status in _SCORED and (answer is not None or not self.config.reduce):
+                self.phase = "scoring"
+                await self._score(task, answer, records)
         except PlanError as exc:
             self.emit(PlanReady((), exc.raw, self.now()))  # keep the raw reply in the RunRecord
             error = f"PlanError: {exc}"
@@ -247,6 +259,28 @@ class Engine:
             duration = self.now() if self._recorded_duration is None else self._recorded_duration
         self.phase = "ended"
         self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
+
+    async def _score(self, task: str, answer: str | None, records: list[WorkerRecord]) -> None:
+        """The checks, then the judge, each score an event as it lands. Without a reducer
+        the workers' outputs are what is scored (the judge: each, as judge-0, judge-1...)."""
+        if not self.checks and self.config.judge is None:
+            return
+        outputs = tuple(r.output for r in records if r.status == "completed" and r.output)
+        run = self.run
+        calls = run.calls if run is not None else []
+        # Until the end of the last call, from the recording in replay: a replayed run
+        # scores exactly as the recording did.
+        seconds = max((c.started + c.latency for c in calls), default=self.now())
+        view = CheckInput(answer, outputs, run.cost_usd if run is not None else None,
+                          seconds, self.config.output_schema)
+        for score in await score_checks(self.checks, view, reduced=self.config.reduce):
+            self.emit(ScoreRecorded(score, self.now()))
+        if self.config.judge is None:
+            return
+        texts = [answer] if self.config.reduce and answer is not None else list(outputs)
+        for index, text in enumerate(texts):
+            self.emit(ScoreRecorded(await judge_text(self.context, task, text, index),
+                                    self.now()))
 
     async def _fan_out(self, task: str, plan: tuple[str, ...]) -> list[WorkerRecord]:
         if self.config.reduce:

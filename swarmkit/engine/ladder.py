@@ -23,8 +23,8 @@ gave a usable plan is remembered per endpoint and model for the process, so late
 start there instead of paying for refusals again.
 
 Workers with an output schema (``output_rungs``) go down the same rungs with the user's
-schema; their rung is remembered apart from the planner's (``purpose``), since a server
-may take one schema and refuse the other.
+schema, and the judge with its score's schema; each rung is remembered apart from the
+planner's (``purpose``), since a server may take one schema and refuse the other.
 """
 
 from __future__ import annotations
@@ -102,10 +102,12 @@ def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) 
 
 
 def output_rungs(
-    schema: dict[str, Any], *, local: bool, start: RungName | None = None
+    schema: dict[str, Any], *, local: bool, start: RungName | None = None,
+    name: str = "worker_output",
 ) -> list[Rung]:
-    """A typed worker's ladder for the user's ``schema``, best first, from ``start``."""
-    strict = {"name": "worker_output", "schema": schema, "strict": True}
+    """A typed worker's ladder for the user's ``schema``, best first, from ``start``
+    (the judge's too, for its score's schema, under another ``name``)."""
+    strict = {"name": name, "schema": schema, "strict": True}
     rungs = [Rung("json_schema", {"type": "json_schema", "json_schema": strict})]
     rungs.append(Rung("json_object+schema", {"type": "json_object", "schema": schema}))
     if not local:

@@ -13,6 +13,7 @@ from ..record.events import (
     ReducerStarted,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     ToolCallFinished,
     WorkerFinished,
 )
@@ -44,14 +45,17 @@ def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
 class RunRecordBuilder:
     """The sink that turns events into a ``RunRecord``; the only writer of its fields."""
 
-    def __init__(self, record_type: type[RunRecord] = RunRecord) -> None:
+    def __init__(self, record_type: type[RunRecord] = RunRecord,
+                 checks: tuple[object, ...] = ()) -> None:
         # The class to build: the user-facing ``swarmkit.Run`` when the caller is the api.
         self.record_type = record_type
+        self.checks = checks  # the engine's checks, kept on the record for an export
         self.run: RunRecord | None = None
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.run = self.record_type(event.run_id, event.task, event.config, event.started_at)
+            self.run.checks = self.checks
             return
         run = self.run
         if run is None:
@@ -72,6 +76,8 @@ class RunRecordBuilder:
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case BatchSubmitted():
                 run.batches.append(event.batch)
+            case ScoreRecorded():
+                run.scores = (*run.scores, event.score)  # in the order they were scored
             case RunFinished():
                 run.status, run.answer, run.error = event.status, event.answer, event.error
                 run.duration = event.duration

@@ -193,14 +193,18 @@ def _python_config_source(reset: bool, wanted: Mapping[str, str]) -> str:
 
 
 def swarm_cells(
-    run: RunRecord, config: Mapping[str, Any], cassette: str, session: Mapping[str, str]
+    run: RunRecord, config: Mapping[str, Any], cassette: str, session: Mapping[str, str],
+    checks: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The cells that replay ``run`` (an options cell if needed, then ``%%swarm``).
 
     ``config`` is the recording's config; ``session`` is what earlier cells set with
-    ``%swarm config``. Returns the cells and the session they leave.
+    ``%swarm config``; ``checks`` are the notebook names the line's ``--check`` gives.
+    Returns the cells and the session they leave.
     """
     line, rest = swarm_line(replay_options(config), cassette, run.task)
+    if checks:
+        line += " --check " + ",".join(checks)
     cells = []
     setup = _config_source(session, rest)
     if setup is not None:

@@ -37,7 +37,8 @@ from ..errors import ExportError, StoreError
 from ..store.cassette import Cassette
 from ..store.history import History, default_history_path
 from ..store.recent import recent_recording
-from .cellsource import header_markdown, line_safe
+from .cellsource import header_markdown, line_safe, md_text
+from .checksource import rebuilt_checks
 from .notebookfile import (
     CLOSED_BASE_URL,
     NotebookPart,
@@ -138,7 +139,7 @@ def key_values(configs: list[Mapping[str, Any]], env: Mapping[str, str]) -> dict
     """``{variable: value}`` for every key variable the run configs name and env sets."""
     names = {DEFAULT_KEY_ENV}
     for config in configs:
-        for role in ROLES:
+        for role in (*ROLES, "judge"):  # the judge's is in a config only when it was set
             value = (config.get(role) or {}).get("api_key_env") or ()
             names.update([value] if isinstance(value, str) else value)
     found = {}
@@ -386,6 +387,9 @@ def export_run(
     name = ReplayNotebook.cassette_name(path)
     recording = find_recording(run, cassette, history_path=history_path)
     config = recording.run.get("config") or run.config
+    left_out = rebuilt_checks([run]).note()
+    if left_out:
+        note = f"{note}\n\n{md_text(left_out)}".strip()
     book.markdown(header_markdown(run, config, name, Path(path).name, title=title, note=note))
     book.swarm(run, cassette=recording, name=name)
     if run.tool_calls:

@@ -20,6 +20,7 @@ from ..display.tables import RunTables
 from ..errors import ExportError
 from ..store.cassette import Cassette
 from .cellsource import swarm_cells
+from .checksource import RebuiltChecks, check_cell, kept_scores, rebuilt_checks
 
 if TYPE_CHECKING:
     import nbformat
@@ -77,17 +78,26 @@ class SwarmCell:
     def recordings(self) -> Sequence[Recording]:
         return (self.recording,)
 
+    @property
+    def checks(self) -> RebuiltChecks:
+        """The run's checks as the notebook defines them (``export.checksource``)."""
+        return rebuilt_checks([self.recording.run])
+
     def sources(
         self, cassettes: Sequence[str], session: Mapping[str, str]
     ) -> tuple[list[str], dict[str, str]]:
-        return swarm_cells(self.recording.run, self.recording.config, cassettes[0], session)
+        definitions, names = check_cell(self.checks)
+        cells, rest = swarm_cells(self.recording.run, self.recording.config, cassettes[0],
+                                  session, checks=names)
+        return ([] if definitions is None else [definitions]) + cells, rest
 
     def probe(self, execution_count: int) -> str | None:
         return None
 
     def check(self, cell: nbformat.NotebookNode, probed: Any) -> None:
-        """The replayed cell must show exactly the run's own tables, once."""
-        run = self.recording.run
+        """The replayed cell must show exactly the run's own tables, once (scored by
+        the checks the notebook runs again, and the judge)."""
+        run = kept_scores(self.recording.run, self.checks.names)
         shown = check_shown(cell, "display_data", f"the replay of run {run.run_id}",
                             "one table display")
         difference = first_changed_line(RunTables(run).text(), shown)

@@ -50,6 +50,16 @@ class Compared:
     def labels(self) -> tuple[str, ...]:
         return tuple(variant.label for variant in self.variants)
 
+    @property
+    def lanes(self) -> tuple[tuple[str, SwarmConfig], ...]:
+        """One (label, config) per run, in the runner's variant-major order: a variant
+        that repeats has a lane per repeat, ``model=a · repeat 2 of 3``."""
+        return tuple(
+            (label if config.repeat == 1 else f"{label} · repeat {r + 1} of {config.repeat}",
+             config.for_repeat(r))
+            for label, config in zip(self.labels, self.configs, strict=True)
+            for r in range(config.repeat))
+
     def notice(self) -> str:
         """``comparing 4 variants: model=a; model=b; ...`` (shown before anything runs)."""
         shown = "; ".join(self.labels[:_NOTICE_LABELS])
@@ -174,9 +184,7 @@ class ComparisonHandle(SwarmHandle):
         runs = [engine.run for engine in runner.engines]
         if any(run is None for run in runs):
             return None
-        return Comparison(self.task, runner.variants,
-                          tuple(Run.of(run) for run in runs if run is not None),
-                          shared_calls=runner.shared.served)
+        return runner.comparison_of(self.task, [Run.of(run) for run in runs if run is not None])
 
     def __repr__(self) -> str:
         state = self.state

@@ -111,6 +111,10 @@ class SwarmMagics(Magics):
         task = (interpolate(cell, self.namespace) if args.interpolate else cell).strip()
         if not task:
             raise UsageError("%%swarm: the cell is empty; write the task below the %%swarm line")
+        if not args.compare and args.config_options.get("repeat") not in (None, 1):
+            # A session's repeat (%swarm config repeat=K) is for its --compare cells.
+            raise UsageError("%%swarm: --repeat runs each variant of a --compare K times; "
+                             "add --compare KEY=V1,V2, or drop --repeat for one run")
         config = self.session_config(**args.config_options)
         engine_options = with_session_tools(args.engine_options, self.session_options)
         # SWARMKIT_LIVE: a replay cell may run live instead (it prints which it does).
@@ -210,10 +214,13 @@ class SwarmMagics(Magics):
         on_cancel = (lambda: handle.cancel("cancelled")) if background else None
         on_stop = (lambda: handle.stop(merge=True)) if background else None
         # Looked up on the module at each call, so a test can stand in for the class.
-        if isinstance(handle, ComparisonHandle):  # one compact lane per variant
+        if isinstance(handle, ComparisonHandle):  # one compact lane per run
+            lanes = handle.compared.lanes  # one per run: each repeat has its own
             return widget.CompareDashboard(
-                task=task, labels=handle.labels, configs=handle.compared.configs,
-                on_cancel=on_cancel, on_stop=on_stop, clock=handle.now)
+                task=task, labels=[label for label, _ in lanes],
+                configs=[config for _, config in lanes],
+                variants=len(handle.compared.variants), on_cancel=on_cancel,
+                on_stop=on_stop, clock=handle.now)
         return widget.Dashboard(task=task, config=config, on_cancel=on_cancel,
                                 on_stop=on_stop, clock=handle.now)
 

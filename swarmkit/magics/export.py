@@ -56,7 +56,8 @@ def export_command(magics: Session, argv: list[str]) -> ExportResult:
     if len(argv) not in (1, 2) or not argv[-1].endswith(".ipynb"):
         raise UsageError(f"%swarm export: expected {USAGE}, e.g. %swarm export report.ipynb")
     picked = _pick(magics, argv[0] if len(argv) == 2 else None)
-    paths = (comparison_paths(argv[-1], len(picked.runs)) if isinstance(picked, Comparison)
+    paths = (comparison_paths(argv[-1], sum(len(group) for group in picked.repeats))
+             if isinstance(picked, Comparison)
              else export_paths(argv[-1]))
     if not force and (taken := existing(paths)):
         raise UsageError(f"%swarm export: not exporting: {taken}; add --force to replace it")

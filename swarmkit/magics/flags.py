@@ -24,6 +24,8 @@ from ..comparison.variants import MAX_VARIANTS
 from ..config import options as option_table
 from ..config.flagnames import name_the_flag as shared_name_the_flag
 from ..config.flagnames import unknown_option
+from ..engine.scoring import Check
+from ..errors import ConfigError
 from ..record.runrecord import RunRecord
 from .tools import resolve_tools
 
@@ -101,6 +103,12 @@ def _table_flags() -> list[Flag]:
         elif row.kind == "schema":
             flags.append(Flag(row.flag_name, row.help, option=row.name, metavar=row.metavar,
                               resolve=resolve_schema))
+        elif row.kind == "checks":
+            flags.append(Flag(row.flag_name, row.help, target="engine", option=row.name,
+                              metavar=row.metavar, resolve=_checks))
+        elif row.name == "rubric":
+            flags.append(Flag(row.flag_name, row.help, option=row.name, metavar=row.metavar,
+                              resolve=_rubric))
         else:
             flags += [Flag(flag, help_text, option=name, metavar=row.metavar)
                       for flag, name, help_text in row.flags("magic")]
@@ -115,6 +123,43 @@ def _given_tasks(name: str, namespace: Mapping[str, Any]) -> Any:
             "a list of strings, a pandas Series, or a DataFrame with --task-template"
         )
     return namespace[name]
+
+
+def _checks(value: str, namespace: Mapping[str, Any]) -> list[Check]:
+    """``--check short,has_paris``: the checks those names hold in the notebook (a
+    ``swarmkit.Check``, or a function whose first parameter says what it takes)."""
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    if not names:
+        raise UsageError("%%swarm: --check needs names, e.g. --check short,has_paris")
+    chosen = []
+    for name in names:
+        found = namespace.get(name) if name.isidentifier() else None
+        if found is None or not (isinstance(found, Check) or callable(found)):
+            what = "no such name" if found is None else f"a {type(found).__name__}"
+            raise UsageError(
+                f"%%swarm: --check {name}: {what} in the notebook; define a function "
+                f"def {name if name.isidentifier() else 'check'}(answer): ... or "
+                f"{name if name.isidentifier() else 'check'} = swarmkit.Check.contains(...)")
+        try:
+            chosen.append(Check.of(found))
+        except ConfigError as exc:
+            raise UsageError(f"%%swarm: --check {name}: {exc}") from None
+    return chosen
+
+
+def _rubric(value: str, namespace: Mapping[str, Any]) -> str:
+    """``--rubric TEXT``, or ``--rubric @name``: the text a notebook variable holds."""
+    if not value.startswith("@"):
+        return value
+    name = value[1:]
+    found = namespace.get(name) if name.isidentifier() else None
+    if not isinstance(found, str) or not found.strip():
+        what = ("no such name" if found is None else
+                "an empty text" if isinstance(found, str) else f"a {type(found).__name__}")
+        raise UsageError(f"%%swarm: --rubric {value}: {what} in the notebook; define "
+                         f"{name if name.isidentifier() else 'rubric'} = 'what a good answer "
+                         "does' first")
+    return found
 
 
 def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:

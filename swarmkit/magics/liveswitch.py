@@ -52,13 +52,20 @@ def live_instead_of_replay(config: SwarmConfig, env: Mapping[str, str],
         cassette: Cassette | None = Cassette.load(config.replay)
     except SwarmError:  # nothing to take from it; a live run does not need it
         cassette = None
-    missing = _missing(config, env, cassette, set(tools))
+    recorded = (cassette.run.get("config") or {}) if cassette is not None else {}
+    judge = recorded.get("judge")
+    live = replace(config, replay=None)
+    if live.judge is None and isinstance(judge, dict) and isinstance(judge.get("model"), str):
+        # The recording was judged: so is the live run, with its rubric, at the cell's
+        # endpoint (never the file's), and it needs the judge's key like the others'.
+        rubric = recorded.get("rubric")
+        live = replace(live, judge=judge["model"],
+                       rubric=rubric if isinstance(rubric, str) else live.rubric)
+    missing = _missing(live, env, cassette, set(tools))
     if missing:
         print(f"{LIVE_ENV} is set, but replaying {name}: {missing}")
         return config
     print(f"{LIVE_ENV} is set: running live instead of replaying {name}")
-    live = replace(config, replay=None)
-    recorded = (cassette.run.get("config") or {}) if cassette is not None else {}
     if not live.tasks and recorded.get("tasks"):
         live = replace(live, tasks=tuple(str(task) for task in recorded["tasks"]))
     if recorded.get("reduce") is False:
@@ -70,7 +77,7 @@ def _missing(config: SwarmConfig, env: Mapping[str, str], cassette: Cassette | N
              tools: set[str]) -> str:
     """Why the cell cannot run live here (``""`` when it can)."""
     needs: dict[str, list[str]] = {}  # key variables -> the models that need them
-    for role in ROLES:
+    for role in (*ROLES, "judge") if config.judge is not None else ROLES:
         rc = config.role(role)
         if rc.is_local or rc.model == AUTO_MODEL or rc.keys_set(env):
             continue

@@ -66,14 +66,17 @@ def usage_error(exc: Exception, where: str = "%%swarm") -> UsageError:
 
 
 def check_keys(config: SwarmConfig, env: Mapping[str, str]) -> None:
-    """Fail before any call when a hosted role has neither a key nor a base URL."""
-    for role in ROLES:
+    """Fail before any call when a hosted role (the judge too) has neither a key nor a
+    base URL."""
+    for role in (*ROLES, *(("judge",) if config.judge is not None else ())):
         rc = config.role(role)
         if rc.base_url is not None or rc.is_local or rc.model == AUTO_MODEL:
             continue
         if not rc.keys_set(env):
             names = " or ".join(rc.api_key_env)
+            fix = ("%swarm config judge_api_key_env=VAR or judge_base_url=URL, or --judge "
+                   "local" if role == "judge"
+                   else "pass --api-key-env VAR, --base-url URL or --model local")
             raise UsageError(
-                f"%%swarm: no API key for the {role} model {rc.model}: set {names}, "
-                "or pass --api-key-env VAR, --base-url URL or --model local"
+                f"%%swarm: no API key for the {role} model {rc.model}: set {names}, or {fix}"
             )

@@ -2,7 +2,8 @@
 
     modelcall    ``ChatRequest`` / ``ChatResponse`` / ``CallOutcome``, the request fingerprint
     usage        ``Usage``: tokens, requests and cost, where unknown stays unknown
-    rows         the rows of a run: ``CallRecord``, ``ToolCallRecord``, ``WorkerRecord``, ...
+    rows         the rows of a run: ``CallRecord``, ``ToolCallRecord``, ``WorkerRecord``,
+                 ``ScoreRecord``, ...
     events       every event a run emits, and the ``Sink`` seam
     runrecord    ``RunRecord``: the whole run, built only from events, JSON round-trip
     fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
@@ -29,13 +30,22 @@ from .events import (
     ReducerStarted,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     Sink,
     ToolCallFinished,
     WorkerFinished,
     WorkerStarted,
 )
 from .modelcall import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolCallRequest
-from .rows import BatchRecord, CallRecord, RetryRecord, ToolCallRecord, WorkerRecord, WorkerStatus
+from .rows import (
+    BatchRecord,
+    CallRecord,
+    RetryRecord,
+    ScoreRecord,
+    ToolCallRecord,
+    WorkerRecord,
+    WorkerStatus,
+)
 from .runrecord import RUN_FORMAT, RunRecord, RunStatus
 from .usage import Usage
 
@@ -64,6 +74,8 @@ __all__ = [
     "RunRecord",
     "RunStarted",
     "RunStatus",
+    "ScoreRecord",
+    "ScoreRecorded",
     "Sink",
     "ToolCallFinished",
     "ToolCallRecord",

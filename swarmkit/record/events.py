@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .rows import BatchRecord, CallRecord, ToolCallRecord, WorkerRecord
+from .rows import BatchRecord, CallRecord, ScoreRecord, ToolCallRecord, WorkerRecord
 
 __all__ = [
     "BatchSubmitted",
@@ -31,6 +31,7 @@ __all__ = [
     "ReducerStarted",
     "RunFinished",
     "RunStarted",
+    "ScoreRecorded",
     "Sink",
     "ToolCallFinished",
     "WorkerFinished",
@@ -187,6 +188,16 @@ class ReducerDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoreRecorded:
+    """A check or the judge scored the run's answer (after the reducer, before
+    RunFinished): one event per check, one per answer judged."""
+
+    score: ScoreRecord
+    t: float
+    kind: Literal["score_recorded"] = "score_recorded"
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The last event of every run, whatever its outcome."""
 
@@ -215,6 +226,7 @@ Event = (
     | BatchUpdated
     | ReducerStarted
     | ReducerDelta
+    | ScoreRecorded
     | RunFinished
 )
 

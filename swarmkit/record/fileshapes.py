@@ -40,6 +40,7 @@ __all__ = [
     "Cost",
     "Count",
     "Flag",
+    "Fraction",
     "Integer",
     "JSONObject",
     "JSONValue",
@@ -92,6 +93,8 @@ Count = Annotated[int, Strict(), Field(ge=0, le=MAX_COUNT)]
 Integer = Annotated[int, Strict(), Field(ge=-MAX_COUNT, le=MAX_COUNT)]
 Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+# A score: 0 (failed) to 1 (passed), a check's or the judge's (score / 10).
+Fraction = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
 Cost = Annotated[Decimal | None, PlainValidator(_amount(MAX_COST))]
 # Sums over a run (a history row's totals): what SQLite's integers and a display can hold.
 Total = Annotated[int, Strict(), Field(ge=0, le=2**63 - 1)]
@@ -224,6 +227,10 @@ class RecordedConfig(TypedDict, total=False):
     planner: RecordedRole
     worker: RecordedRole
     reducer: RecordedRole
+    # Only when a judge was set (SwarmConfig.summary leaves them out otherwise).
+    judge: RecordedRole
+    rubric: str | None
+    repeat: Count
     max_workers: Count
     concurrency: Count
     budget_usd: Cost

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from .fileshapes import Cost, Count, JSONValue, Schema, Seconds
+from .fileshapes import Cost, Count, Fraction, JSONObject, JSONValue, Schema, Seconds
 from .modelcall import CallSource
 from .usage import Usage
 
@@ -15,6 +15,8 @@ __all__ = [
     "BatchRecord",
     "CallRecord",
     "RetryRecord",
+    "ScoreKind",
+    "ScoreRecord",
     "ToolCallRecord",
     "WorkerRecord",
     "WorkerStatus",
@@ -28,6 +30,7 @@ __all__ = [
 CUT_FINISH_REASON = "length"
 
 WorkerStatus = Literal["pending", "running", "completed", "failed", "skipped", "cancelled"]
+ScoreKind = Literal["check", "judge"]
 
 
 def decimal_or_none(value: Any) -> Decimal | None:
@@ -91,6 +94,11 @@ class CallRecord:
     # Why the model stopped ("stop", "length", "tool_calls", ...), as the server said;
     # None for a failed call, a server that does not say, or a file older than the field.
     finish_reason: str | None = None
+    # The messages sent and the text answered, kept only for the calls whose prompt is no
+    # pure function of the run's config, task and plan (the judge's, which holds the
+    # answer it scores): the drill-down shows them. None for every other call.
+    messages: tuple[JSONObject, ...] | None = None
+    output: str | None = None
 
     def __post_init__(self) -> None:
         _priced(self)
@@ -128,10 +136,50 @@ class CallRecord:
             "status": self.status,
             # Written when known: a record without it reads back the same (None).
             **({} if self.finish_reason is None else {"finish_reason": self.finish_reason}),
+            **({} if self.messages is None else {"messages": list(self.messages)}),
+            **({} if self.output is None else {"output": self.output}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CallRecord:
+        """Checked against the field types; pydantic's ValidationError if it does not fit."""
+        return Schema(cls).validate(data)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRecord:
+    """One score of a run: a check's (``kind`` "check") or the judge's ("judge").
+
+    ``score`` is from 0 (failed) to 1 (passed); None when there is no score at all (the
+    judge's reply held none, or its call failed: ``error`` says why; unknown is not 0).
+    A check that raised scores 0 with its error. ``step`` is the judge's call
+    (``judge-<i>``); None for a check.
+    """
+
+    name: str
+    score: Fraction | None
+    reason: str | None
+    kind: ScoreKind
+    error: str | None = None
+    step: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """A full score (1.0): a check that passed, a judge's 10 out of 10."""
+        return self.score == 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "score": self.score,
+            "reason": self.reason,
+            "kind": self.kind,
+            "error": self.error,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScoreRecord:
         """Checked against the field types; pydantic's ValidationError if it does not fit."""
         return Schema(cls).validate(data)
 

@@ -19,7 +19,7 @@ from ..config.outputschema import schema_fields
 from ..errors import ConfigError, RecordError
 from .fileshapes import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .jsontext import Items, json_pieces, plain
-from .rows import BatchRecord, CallRecord, RetryRecord, ToolCallRecord, WorkerRecord
+from .rows import BatchRecord, CallRecord, RetryRecord, ScoreRecord, ToolCallRecord, WorkerRecord
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -56,6 +56,13 @@ class RunRecord:
     duration: Seconds = 0.0
     # The Batch API batches its workers went to (--batch); older files have none.
     batches: list[BatchRecord] = field(default_factory=list)
+    # What the checks and the judge made of the answer (checks=, judge=); older files
+    # and unscored runs have none, and their JSON has no "scores" key at all.
+    scores: tuple[ScoreRecord, ...] = ()
+    # The checks that scored this run (``swarmkit.Check`` values), in this process only:
+    # an export writes them into its notebook so the replay scores again. Never written
+    # to or read from JSON: a file must not hand export code to run.
+    checks: tuple[object, ...] = field(default=(), init=False, repr=False, compare=False)
     # The history database this record was read from (set by History.load_run only): where
     # export looks for its cassette. Never read from JSON, so a file cannot name one.
     history_file: Path | None = field(default=None, init=False, repr=False, compare=False)
@@ -145,6 +152,7 @@ class RunRecord:
             "error": self.error,
             "duration": self.duration,
             **({"batches": Items(self.batches)} if self.batches else {}),
+            **({"scores": Items(self.scores)} if self.scores else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -201,8 +201,9 @@ class Cassette:
 
     def resolve_config(self, config: SwarmConfig) -> SwarmConfig:
         """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server;
-        given tasks, a skipped reducer and the reducer's input limit come from the recording
-        (no namespace needed, and a tree reduction asks for the parts it recorded)."""
+        given tasks, a skipped reducer, the reducer's input limit and the judge (its model
+        and rubric) come from the recording (no namespace needed, a tree reduction asks for
+        the parts it recorded, and the judge's calls are asked again)."""
         recorded = self.run.get("config") or {}
         if not config.tasks and recorded.get("tasks"):
             config = replace(config, tasks=tuple(recorded["tasks"]))
@@ -215,6 +216,13 @@ class Cassette:
         if not config.auto_local and isinstance(auto_local, list) and auto_local:
             # The recording's "auto fell back to the embedded model" line shows in replay.
             config = replace(config, auto_local=tuple(str(role) for role in auto_local))
+        judge = recorded.get("judge")
+        if config.judge is None and isinstance(judge, dict) and isinstance(judge.get("model"),
+                                                                             str):
+            # The recording's judge scores the replay too, its calls served from the file.
+            rubric = recorded.get("rubric")
+            config = replace(config, judge=judge["model"],
+                             rubric=rubric if isinstance(rubric, str) else config.rubric)
         roles = {}
         for role in ROLES:
             current = config.role(role)

@@ -71,7 +71,9 @@ def stored_config(
             f"run {run.run_id} has an unreadable config ({exc}); run the task again instead"
         ) from None
     roles = {}
-    for name in ROLES:
+    # The judge's endpoint and key are checked like every role's: a file names them too.
+    judged = (*ROLES, "judge") if config.judge is not None else ROLES
+    for name in judged:
         role = config.role(name)
         if role.is_local:
             # The embedded server's port was ephemeral: let the rerun start (or reuse) its own.
@@ -83,6 +85,10 @@ def stored_config(
             role = replace(role, api_key_env=tuple(api_key_env.split(",")))
         roles[name] = _checked(run, role, trusted, named_url=base_url is not None,
                                named_key=api_key_env is not None)
+    judge = roles.pop("judge", None)
+    if judge is not None:
+        config = replace(config, judge_base_url=judge.base_url,
+                         judge_api_key_env=judge.api_key_env)
     config = replace(config, **roles, record=None, replay=None, resume=None)
     config.validate()  # a --base-url given here has not been checked yet
     return config
@@ -91,7 +97,7 @@ def stored_config(
 def rerun_endpoints(config: SwarmConfig) -> str:
     """Where the rerun's calls go, for the user to see: ``worker: URL ($KEY)`` per role."""
     parts = []
-    for name in ROLES:
+    for name in (*ROLES, "judge") if config.judge is not None else ROLES:
         role = config.role(name)
         where = ("the embedded model" if role.is_local
                  else redact_url(role.base_url or _default_url()))
@@ -103,7 +109,7 @@ def rerun_endpoints(config: SwarmConfig) -> str:
 def _session_names(trusted: SwarmConfig) -> tuple[set[str], set[str]]:
     urls: set[str] = set()
     keys: set[str] = set()
-    for name in ROLES:
+    for name in (*ROLES, "judge") if trusted.judge is not None else ROLES:
         role = trusted.role(name)
         keys.update(role.api_key_env)
         if role.base_url is not None:

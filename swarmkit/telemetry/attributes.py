@@ -44,13 +44,14 @@ OP_WORKFLOW, OP_AGENT, OP_CHAT, OP_TOOL = "invoke_workflow", "invoke_agent", "ch
 # actual host.
 PROVIDER = "openai"
 WORKFLOW = "swarmkit"  # gen_ai.workflow.name: low cardinality, one name for every run
-_ROLES = ("planner", "worker", "reducer")
+_ROLES = ("planner", "worker", "reducer", "judge")
 # A class name leading an error message ("ProviderError: ...", "BudgetExceeded: ...").
 _ERROR_NAME = re.compile(r"^([A-Z][A-Za-z0-9_]*)(?::|$)")
 
 
 def role_of(step: str) -> str:
-    """``worker-3`` -> ``worker``; ``reducer-1.2`` -> ``reducer``; ``planner``."""
+    """``worker-3`` -> ``worker``; ``reducer-1.2`` -> ``reducer``; ``planner``;
+    ``judge-0`` -> ``judge``."""
     head = step.split("-", 1)[0]
     return head if head in _ROLES else "worker"
 

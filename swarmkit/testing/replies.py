@@ -31,7 +31,7 @@ __all__ = [
 # A tool call in a reply: a ToolCallRequest, or (name, arguments as dict or JSON string).
 ToolCallSpec = ToolCallRequest | tuple[str, Mapping[str, Any] | str]
 
-_ROLES = ("planner", "worker", "reducer")
+_ROLES = ("planner", "worker", "reducer", "judge")
 
 
 def role_of_step(step: str) -> str:
@@ -141,7 +141,8 @@ class FakeReply:
 def default_reply(request: FakeRequest, *, plan_tasks: int = 4) -> FakeReply:
     """The built-in script, by role (from the ``X-Swarm-Step`` header).
 
-    - planner (or any request with ``response_format``): JSON
+    - judge: JSON ``{"score": 8, "reason": "Scripted judge: ..."}``.
+    - planner (or any other request with ``response_format``): JSON
       ``{"tasks": ["Sub-task 1 of <first 40 chars of the last user message>", ...]}``
       with ``plan_tasks`` tasks.
     - reducer: ``"Final answer merging N results"``, N being the number of lines in the
@@ -150,6 +151,9 @@ def default_reply(request: FakeRequest, *, plan_tasks: int = 4) -> FakeReply:
     - worker (and anything else): ``"Result for: <the last user message>"``.
     """
     text = request.last_user_message
+    if request.role == "judge":
+        return FakeReply(content=json.dumps(
+            {"score": 8, "reason": "Scripted judge: the answer addresses the task."}))
     if request.role == "planner" or request.response_format is not None:
         head = text[:40]
         tasks = [f"Sub-task {i} of {head}" for i in range(1, plan_tasks + 1)]

@@ -192,19 +192,31 @@ class NotebookPage:
             ran = r"/\[\d+\]/" if index < count - 1 else r"/\[[\d*]+\]/"
             deadline = time.monotonic() + UI_TIMEOUT / 1000
             while True:
-                cells.nth(index).locator(".jp-InputPrompt").click()
-                run.click()
                 try:
+                    self._accept_kernel_dialog()
+                    cells.nth(index).locator(".jp-InputPrompt").click(timeout=10_000)
+                    run.click(timeout=10_000)
                     self.page.wait_for_function(
                         f"""(i) => {ran}.test(document.querySelectorAll(
                             '.jp-Notebook .jp-Cell .jp-InputPrompt')[i].textContent)""",
                         arg=index, timeout=10_000)
                     break
-                except Exception:  # playwright's TimeoutError: run it again
+                except Exception:  # playwright's TimeoutError: select and run it again
                     if time.monotonic() > deadline:
                         raise AssertionError(
                             f"cell {index} of {self.name} never ran; see {self.lab.log_path}"
                         ) from None
+
+    def _accept_kernel_dialog(self) -> None:
+        """Accept JupyterLab's "Select Kernel" dialog (its preferred kernel, Python 3).
+
+        On a fresh lab under load the page sometimes asks, even with a kernel already
+        idle, and the dialog then takes every click meant for the cells."""
+        dialog = self.page.locator(".jp-Dialog", has_text="Select Kernel")
+        if dialog.count() and dialog.first.is_visible():
+            dialog.first.locator(".jp-mod-accept").click()
+            dialog.first.wait_for(state="detached", timeout=UI_TIMEOUT)
+            self.wait_kernel_idle()
 
     def interrupt(self) -> None:
         """The toolbar's interrupt button (the square), as a user clicks it."""

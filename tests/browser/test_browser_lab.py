@@ -367,3 +367,133 @@ def test_compared_variants_show_their_differences_in_the_page(
     assert min(m[0] for m in marks) >= 4.5, marks  # the marked words read on their tint
     assert contrast and contrast[0][0] >= 3, contrast
     assert fits  # at 800 px the columns wrap; nothing scrolls sideways
+
+
+# -- scores inside a comparison (issue 27) --------------------------------------------------
+
+_JUDGE_HELD = 10.0  # s the terse runs' judge takes: the window in which to see a scored lane
+
+
+def _voiced_and_judged(request: Any) -> Any:
+    """``_voiced``, and a judge that gives the lavish answer 9 and the terse one 3. The
+    terse runs' judge answers late, so the lavish lanes show their scores while the
+    comparison still runs."""
+    import json
+
+    from swarmkit.testing import FakeReply
+
+    if request.role == "judge":
+        lavish = "the lavish reading" in request.last_user_message
+        return FakeReply(content=json.dumps({"score": 9 if lavish else 3, "reason": "graded"}),
+                         latency=None if lavish else _JUDGE_HELD)
+    return _voiced(request)
+
+
+# Each row of the scores table as its cells' text, and which rows carry the winner class.
+_SCORE_ROWS = """(view) => {
+  const block = [...view.querySelectorAll('h4')].find(h => h.textContent === 'scores');
+  const table = block && block.parentElement.querySelector('table');
+  if (!table) return null;
+  const cells = (tr, tag) => [...tr.querySelectorAll(tag)].map(c => c.textContent.trim());
+  // A heading row per score (its th), then a row per variant (its tds).
+  return {head: cells(table.querySelector('thead tr'), 'th'),
+          rows: [...table.querySelectorAll('tbody tr')].map(tr =>
+              tr.classList.contains('sk-score-name') ? cells(tr, 'th') : cells(tr, 'td')),
+          winners: [...table.querySelectorAll('tbody tr')].map(tr =>
+              tr.classList.contains('sk-winner')),
+          box: [table.parentElement.scrollWidth, table.parentElement.clientWidth]};
+}"""
+
+# Whether the winner mark lies inside what its scrolling box shows, unscrolled.
+_MARK_SHOWN = """(mark) => {
+  const box = mark.closest('.sk-scroll').getBoundingClientRect();
+  const own = mark.getBoundingClientRect();
+  return [own.left >= box.left && own.right <= box.right + 1, own.right, box.right];
+}"""
+
+
+@pytest.mark.parametrize("theme", ["Light", "Dark"])
+def test_a_scored_comparison_shows_its_scores_and_winner_in_the_page(
+    browser_context: Any, lab: JupyterLab, server: FakeServer, scripted: Script,
+    shots: Path, theme: str,
+) -> None:
+    scripted.plan_tasks, scripted.replies = 2, _voiced_and_judged
+    scripted.latency = {"worker-*": 1.5}  # long enough to see the lanes
+    lab.set_theme(f"JupyterLab {theme}")
+    cells = [
+        "%load_ext swarmkit\n"
+        "import swarmkit\n"
+        "terse = 'Write in a voice that is terse'\n"
+        "lavish = 'Write in a voice that is lavish'\n"
+        "def short(answer):\n"
+        "    return len(answer) < 400\n"
+        "has_db = swarmkit.Check.contains('Qdrant')",
+        swarm_cell(server, "--workers 2 --compare system=@terse,@lavish --check short,has_db "
+                           "--judge gpt-4.1-mini --repeat 2", "Pick a vector database"),
+    ]
+    name = theme.lower()
+    try:
+        nb = open_notebook(browser_context, lab, f"compare-scores-{name}.ipynb", cells,
+                           viewport=NARROW)
+        nb.run_all()
+        lanes = nb.output_area(1).locator(".sk-lane")
+        # A lavish run scored by its judge while the terse runs' judge is still held.
+        lanes.locator(".sk-lane-scores", has_text="judge").first.wait_for(timeout=UI_TIMEOUT)
+        live = lanes.evaluate_all("ls => ls.map(l => l.innerText)")
+        nb.screenshot(shots / f"compare-scores-{name}-800-running.png", cell=1)
+        # The lanes' text only: the Stop and merge button's contrast is not this test's.
+        live_contrast = sorted(lanes.evaluate_all(f"ls => ls.flatMap(l => ({_CONTRAST})(l))"))
+        view = nb.output_area(1).locator(".swarmkit-compare").first
+        view.wait_for(timeout=UI_TIMEOUT)
+        nb.screenshot(shots / f"compare-scores-{name}-800.png", cell=1)
+        text = view.inner_text()
+        table = view.evaluate(_SCORE_ROWS)
+        # The cell, so _CONTRAST reads the mark itself (it walks the root's descendants).
+        mark_contrast = view.locator("tr.sk-winner td:has(.sk-winner-mark)").evaluate(
+            _CONTRAST)
+        shown = view.locator("tr.sk-winner .sk-winner-mark").evaluate(_MARK_SHOWN)
+        repeats = view.locator("table.sk-repeats").evaluate(
+            "(t) => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+        repeats_text = view.locator("table.sk-repeats").inner_text()
+        contrast = view.evaluate(_CONTRAST)
+        fits = view.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+        nb.page.close()
+    finally:
+        lab.set_theme("JupyterLab Light")
+    labels = [lane.splitlines()[0].split(" · ")[:2] for lane in live]
+    assert labels == [[f"system=@{voice}", f"repeat {r} of 2"]
+                      for voice in ("terse", "lavish") for r in (1, 2)], live
+    scored = "scores: short 1.00 · contains('Qdrant') 1.00 · judge 0.90"
+    assert any(scored in lane for lane in live[2:]), live
+    assert not any("judge" in lane for lane in live[:2]), live  # their judge is held
+    assert live_contrast and live_contrast[0][0] >= 3, live_contrast
+
+    assert "2 variants" in text and "\nscores\n" in text
+    assert table is not None, text
+    assert table["head"] == ["variant", "mean ± spread", "range"]
+    assert table["rows"] == [
+        ["short · 2 repeats"],
+        ["system=@terse", "1.00 ± 0.00", "1.00–1.00"],
+        ["system=@lavish", "1.00 ± 0.00", "1.00–1.00"],
+        ["contains('Qdrant') · 2 repeats"],
+        ["system=@terse", "1.00 ± 0.00", "1.00–1.00"],
+        ["system=@lavish", "1.00 ± 0.00", "1.00–1.00"],
+        ["judge · 2 repeats"],
+        ["system=@terse", "0.30 ± 0.00", "0.30–0.30"],
+        ["system=@lavish winner", "0.90 ± 0.00", "0.90–0.90"],
+    ], table
+    # Ties mark no winner: only the judge's lavish row, not the baseline's, is marked.
+    assert table["winners"] == [False] * 8 + [True], table
+    assert "winner: the highest mean, marked only when" in text
+    # The repeats block: each variant's cost and wall time per run, and its total.
+    assert "repeats · 2 per variant" in text and "total cost" in repeats_text
+    assert repeats_text.count("±") == 4, repeats_text
+    assert mark_contrast and mark_contrast[0][1] == "winner", mark_contrast
+    assert mark_contrast[0][0] >= 3, mark_contrast  # the mark reads on the page
+    assert contrast and contrast[0][0] >= 3, contrast
+    # At 800 px (the file browser open) nothing scrolls sideways, so the winner mark is
+    # in sight.
+    assert fits
+    assert table["box"][0] <= table["box"][1] + 1, f"scores table {table['box']} px"
+    assert repeats[0] <= repeats[1] + 1, f"repeats table {repeats} px"  # all its columns
+    assert shown[0], f"winner mark ends at {shown[1]:.0f} px, its box at {shown[2]:.0f} px"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,65 @@ def test_errors_are_one_line_and_write_nothing(server: FakeServer, tmp_path: Pat
     for error in (wrong, suffix, leak):
         assert len(str(error.value).splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+LONGEST = 400
+
+
+def short_enough(answer: str) -> tuple[bool, str]:
+    """A user's check, with a module constant and an import: both go into the notebook."""
+    words = re.findall(r"\w+", answer)
+    return len(answer) <= LONGEST, f"{len(words)} words"
+
+
+def test_a_scored_repeated_comparison_exports_every_repeat_scored_again_under_nbval(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    from swarmkit import Check
+
+    comparison = compare(server, checks=[Check.contains("merging"), short_enough],
+                         judge="fake-model", repeat=2)
+    result = comparison.export(tmp_path / "scored.ipynb")
+    # One cassette per run: each variant's two repeats in turn.
+    assert [p.name for p in result.cassettes] == [f"scored.{i}.swarm.json" for i in range(1, 5)]
+    runs = [run for group in comparison.repeats for run in group]
+    for cassette, run in zip(result.cassettes, runs, strict=True):
+        assert json.loads(cassette.read_text())["run"]["run_id"] == run.run_id
+    cell = code_cells(result.notebook)[-1]
+    # The checks are defined above the call (the user's def with its import and constant)
+    # and passed again, with the repeats, so the replay scores as the comparison did.
+    for line in ("import re", "LONGEST = 400", "def short_enough(answer: str)",
+                 "repeat=2", "checks=[swarmkit.Check.contains('merging'), short_enough]"):
+        assert line in cell.source, line
+    [output] = cell.outputs
+    shown = output["data"]["text/plain"]
+    assert shown == str(comparison).rstrip("\n")
+    for name in ("contains('merging')", "short_enough", "judge"):
+        assert f"\n{name} " in shown or f"\n{name}  " in shown, name
+    header = nbformat.read(result.notebook, as_version=4).cells[0].source
+    assert "2, each 2 times, run concurrently" in header and "repeat 2" in header
+    assert "--repeat 2" in header and "not run again" not in header
+    env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
+    checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "2 passed" in checked.stdout
+
+
+def test_a_check_with_no_source_is_left_out_and_the_header_says_so(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    from swarmkit import Check
+
+    comparison = compare(server, checks=[Check(lambda answer: len(answer) > 3, name="long"),
+                                         Check.contains("merging")], judge="fake-model")
+    result = comparison.export(tmp_path / "lambda.ipynb")
+    cell = code_cells(result.notebook)[-1]
+    assert "checks=[swarmkit.Check.contains('merging')]" in cell.source
+    shown = cell.outputs[0]["data"]["text/plain"]
+    assert "contains('merging')" in shown and "\nlong " not in shown
+    assert "\nlong " in str(comparison)  # the comparison itself has it
+    header = nbformat.read(result.notebook, as_version=4).cells[0].source
+    assert "not run again in this notebook, so not shown: long (a lambda" in header
+    env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
+    checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import swarmkit
+from swarmkit import Check
 from swarmkit.errors import ConfigError
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
 from tests.support.fakekey import QUICK_RETRIES, run_options
@@ -143,3 +145,132 @@ def test_bad_variants_are_refused_before_any_request(
         assert server.count() == 0
     assert says in str(caught.value)
     assert len(str(caught.value).splitlines()) == 1
+
+
+def test_every_variant_is_scored_and_an_identical_judge_call_is_sent_once() -> None:
+    with FakeServer(plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise the report",
+            variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+            checks=[Check.contains("merging")], **options(server, judge="gpt-4.1-mini"))
+        counts = server.counts_by_step()
+    # Both reducers answer the same text, so both judges ask the same: sent once.
+    assert counts["judge-0"] == 1
+    for run in comparison.runs:
+        assert [(s.name, s.score) for s in run.scores] == [("contains('merging')", 1.0),
+                                                           ("judge", 0.8)]
+
+
+def test_repeats_are_distinct_live_calls_and_a_rerun_is_served_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    variants = [{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}]
+    cached = {"cache": True, "history": True, "history_path": str(tmp_path / "history.db")}
+    with FakeServer(plan_tasks=2) as server:
+        first = swarmkit.compare_sync("Summarise the report", variants=variants, repeat=3,
+                                      **options(server, **cached))
+        counts = server.counts_by_step()
+        seeds = sorted({r.body.get("seed") for r in server.requests}, key=str)
+        sent = server.count()
+        again = swarmkit.compare_sync("Summarise the report", variants=variants, repeat=3,
+                                      **options(server, **cached))
+        resent = server.count() - sent
+    # Each repeat plans, works and reduces on its own seed: three of everything, the
+    # planner and workers still shared by the two variants within a repeat.
+    assert counts["planner"] == 3 and counts["reducer"] == 2 * 3
+    assert sum(n for step, n in counts.items() if step.startswith("worker")) == 3 * 2
+    assert seeds == [1, 2, None]  # repeat 0 sends no seed: it is the config unchanged
+    assert [len(group) for group in first.repeats] == [3, 3]
+    assert first.runs == tuple(group[0] for group in first.repeats)
+    assert len({run.run_id for group in first.repeats for run in group}) == 6
+    assert [run.config["planner"]["seed"] for run in first.repeats[1]] == [None, 1, 2]
+    # The same comparison again: every call of every repeat from the cache, none sent.
+    assert resent == 0
+    assert {c.source for group in again.repeats for run in group for c in run.calls} \
+        == {"cache"}
+    assert [run.answer for run in again.runs] == [run.answer for run in first.runs]
+
+
+def test_a_given_seed_is_offset_per_repeat_and_one_repeat_changes_nothing() -> None:
+    variants = [{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}]
+    with FakeServer(plan_tasks=1) as server:
+        seeded = swarmkit.compare_sync("Summarise", variants=variants, repeat=2, seed=7,
+                                       **options(server))
+        planner_seeds = sorted(r.body["seed"] for r in server.requests
+                               if r.step == "planner")
+        server.clear()
+        single = swarmkit.compare_sync("Summarise", variants=variants, **options(server))
+        assert all("seed" not in r.body for r in server.requests)
+    assert planner_seeds == [7, 8]
+    assert [len(group) for group in seeded.repeats] == [2, 2]
+    assert single.repeats == tuple((run,) for run in single.runs)
+
+
+def test_a_replay_of_a_repeated_comparison_needs_a_cassette_per_repeat() -> None:
+    with FakeServer() as server:
+        with pytest.raises(ConfigError, match=r"one cassette per variant and repeat \(4\)"):
+            swarmkit.compare_sync("task", variants=[{"model": "a"}, {"model": "b"}],
+                                  repeat=2, replay=["a.json", "b.json"], **options(server))
+        assert server.count() == 0
+
+
+def test_scores_are_a_frame_of_every_repeat_and_the_table_gains_their_means() -> None:
+    def short(answer: str) -> bool:
+        return len(answer) < 10
+
+    def broken(answer: str) -> bool:
+        raise RuntimeError("no dictionary here")
+
+    with FakeServer(plan_tasks=2) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise the report",
+            variants=[{"reducer_prompt": "One line."}, {"reducer_prompt": "A table."}],
+            checks=[Check.contains("merging"), short, broken], repeat=2,
+            **options(server, judge="gpt-4.1-mini"))
+    frame = comparison.scores()
+    assert list(frame.columns) == ["variant", "repeat", "check", "score", "reason"]
+    assert len(frame) == 2 * 2 * 4  # variants x repeats x (three checks and the judge)
+    first = frame[(frame["variant"] == comparison.labels[0]) & (frame["repeat"] == 1)]
+    assert first[["check", "score"]].values.tolist() == [
+        ["contains('merging')", 1.0], ["short", 0.0], ["broken", 0.0], ["judge", 0.8]]
+    reasons = dict(zip(first["check"], first["reason"], strict=True))
+    assert reasons["broken"] == "RuntimeError: no dictionary here"
+    assert sorted(set(frame["repeat"])) == [0, 1]
+    table = comparison.table()
+    assert table.headers[-5:] == ("contains('merging') mean", "short mean", "broken mean",
+                                  "judge mean", "answer")
+    header, _rule, *lines = table.text().splitlines()
+    assert "judge mean" in header and len(lines) == 2
+    assert all(" 1.00 " in line and " 0.80 " in line for line in lines)
+    assert "<th>judge mean</th>" in table.html()
+
+
+def test_an_unscored_comparison_has_an_empty_frame_and_the_table_it_had() -> None:
+    from swarmkit.comparison.figures import ComparisonTable
+
+    with FakeServer(plan_tasks=1) as server:
+        comparison = swarmkit.compare_sync(
+            "Summarise", variants=[{"reducer_prompt": "One line."},
+                                   {"reducer_prompt": "A table."}], **options(server))
+    assert comparison.scores().empty
+    assert list(comparison.scores().columns) == ["variant", "repeat", "check", "score",
+                                                 "reason"]
+    assert comparison.table().headers == ComparisonTable.HEADERS
+    assert comparison.table().text() == ComparisonTable(comparison.labels,
+                                                        comparison.runs).text()
+
+
+def test_a_comparison_whose_repeats_do_not_start_with_its_runs_is_refused() -> None:
+    from swarmkit.comparison.result import Comparison
+
+    with FakeServer(plan_tasks=1) as server:
+        made = swarmkit.compare_sync(
+            "Summarise", variants=[{"reducer_prompt": "One line."},
+                                   {"reducer_prompt": "A table."}], repeat=2,
+            **options(server))
+    swapped = (made.repeats[0][::-1], made.repeats[1])
+    with pytest.raises(ConfigError, match="repeat 0 first") as caught:
+        Comparison(made.task, made.variants, made.runs, repeats=swapped)
+    assert len(str(caught.value).splitlines()) == 1
+    kept = Comparison(made.task, made.variants, made.runs, repeats=made.repeats)
+    assert kept.repeats == made.repeats and kept[1] is made.runs[1]

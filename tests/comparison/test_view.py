@@ -10,15 +10,14 @@ import pytest
 
 import swarmkit
 from swarmkit.api.result import Run
-from swarmkit.comparison.view import (
+from swarmkit.comparison.figures import (
     LATENCY_NOTE,
-    MAX_ANSWER_CHARS,
     ComparisonTable,
-    ComparisonView,
     comparison_rows,
     live_latencies,
     percentile,
 )
+from swarmkit.comparison.view import MAX_ANSWER_CHARS, ComparisonView
 from swarmkit.display.tablefmt import format_cost, format_tokens
 from swarmkit.display.worddiff import marked_text, word_diff
 from swarmkit.errors import ConfigError

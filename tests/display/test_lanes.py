@@ -1,20 +1,27 @@
-"""The live lanes of a comparison: one compact lane per variant, fed by real runs."""
+"""The live lanes of a comparison: one compact lane per run (each repeat its own), fed
+by real runs, with each run's scores as they land."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import threading
 from collections.abc import Iterator
 
 import pytest
 
 import swarmkit
+from swarmkit import Check
+from swarmkit.comparison.runner import ComparisonRunner
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.flusher import FLUSHER_NAME
 from swarmkit.display.lanes import lane_text
 from swarmkit.display.tablefmt import format_cost, format_tokens
 from swarmkit.display.widget import CompareDashboard
+from swarmkit.engine.background import run_blocking
 from swarmkit.errors import ConfigError
-from swarmkit.testing import FakeServer, Fault, FaultRule
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
 from swarmkit.testing.synthetic import synthetic_events
 
 KEY = "SWARMKIT_TEST_KEY"
@@ -69,6 +76,65 @@ def test_each_lane_ends_with_its_own_runs_figures(server: FakeServer) -> None:
     header = view.sections["header"].value
     assert "2 variants" in header and ">done</b>" in header
     assert view.cancel_button.disabled and view.stop_button.disabled
+
+
+def shown(lane: str) -> str:
+    """A lane's HTML as the page shows its text (tags dropped, entities read)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", lane))
+
+
+def _judged(request: FakeRequest) -> FakeReply | None:
+    """The reducer answers by its prompt; the judge gives 9 to the brief answer, 4 else."""
+    if request.step == "reducer":
+        brief = "Be brief" in json.dumps(request.body)
+        return FakeReply(content="Paris." if brief else "It is Paris, the capital of France.")
+    if request.step.startswith("judge-"):
+        score = 9 if "Paris." in request.last_user_message and "It is" not in \
+            request.last_user_message else 4
+        return FakeReply(content=json.dumps({"score": score, "reason": "graded"}))
+    return None
+
+
+def test_every_repeat_has_a_lane_and_each_lane_shows_its_scores_as_they_land(
+    server: FakeServer,
+) -> None:
+    server.handler = _judged
+    common = {"model": "gpt-4.1-mini", "base_url": server.base_url, "api_key_env": KEY,
+              "cache": False, "history": False, "workers": 2, "repeat": 2,
+              "judge": "gpt-4.1-mini"}
+    variants = [{"reducer_prompt": "Be brief."}, {"reducer_prompt": "Be thorough."}]
+    configs = [SwarmConfig().with_options(**common, **v) for v in variants]
+    labels = [f"{name} · repeat {r + 1} of 2" for name in ("brief", "thorough")
+              for r in range(2)]
+    view = CompareDashboard(task="Name the capital", labels=labels, variants=2,
+                            configs=[c.for_repeat(r) for c in configs for r in range(2)])
+
+    async def compare() -> swarmkit.Comparison:
+        runner = await ComparisonRunner.create(
+            variants, sinks_for=lambda i, _variant: [view.sink(i)],
+            checks=[Check.contains("Paris"), Check.max_length(10)], **common)
+        return await runner.execute("Name the capital")
+
+    comparison = run_blocking(compare)
+    for thread in _flushers():
+        thread.join(10)
+    view.close()
+    assert [len(group) for group in comparison.repeats] == [2, 2]
+    lanes = [view.sections[f"lane-{i}"].value for i in range(4)]
+    # Each run fed its own lane: its own scores, in the order they landed (escaped).
+    brief = "scores: contains('Paris') 1.00 · max_length(10) 1.00 · judge 0.90"
+    thorough = "scores: contains('Paris') 1.00 · max_length(10) 0.00 · judge 0.40"
+    assert all(brief in shown(lane) for lane in lanes[:2])
+    assert all(thorough in shown(lane) for lane in lanes[2:])
+    assert "<b>" not in brief and "contains(&#x27;Paris&#x27;)" in lanes[0]  # escaped
+    assert "thorough · repeat 2 of 2" in lanes[3]
+    assert lane_text("x", view.states[3]).endswith(
+        f" · {thorough}")
+    header = view.sections["header"].value
+    assert "2 variants · 4 runs" in header and ">done</b>" in header
+    # The repeats were runs of their own at the server (their own seeds): no lane is a
+    # copy of another's.
+    assert len({run.run_id for group in comparison.repeats for run in group}) == 4
 
 
 def test_the_flusher_lives_until_every_lane_has_finished() -> None:

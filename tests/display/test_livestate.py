@@ -13,10 +13,11 @@ from swarmkit.record.events import (
     RateLimitWait,
     RunFinished,
     RunStarted,
+    ScoreRecorded,
     WorkerFinished,
     WorkerStarted,
 )
-from swarmkit.record.rows import WorkerRecord
+from swarmkit.record.rows import ScoreRecord, WorkerRecord
 from swarmkit.testing.synthetic import synthetic_events, synthetic_run
 
 CONFIG = SwarmConfig().with_options(model="gpt-4.1-mini", workers=3, concurrency=2)
@@ -89,3 +90,29 @@ def test_memory_of_finished_workers_for_display_is_bounded() -> None:
         state.apply(event)
     assert len(state.recent) == MAX_ROWS
     assert state.cost is not None and state.cost > Decimal(0)
+
+
+def test_scores_are_kept_as_they_land() -> None:
+    check = ScoreRecord("contains('Paris')", 1.0, "found 'Paris'", "check")
+    judge = ScoreRecord("judge", None, None, "judge", error="no score", step="judge-0")
+    state = _state(ScoreRecorded(check, t=1.0))
+    assert state.scores == [check] and "header" in state.dirty
+    state.apply(ScoreRecorded(judge, t=1.2))
+    state.apply(RunFinished("completed", "Paris", None, duration=1.3, t=1.3))
+    assert state.scores == [check, judge] and state.phase == "done"
+
+
+def test_the_phase_is_scoring_once_the_checks_land_or_the_judge_is_called() -> None:
+    from swarmkit.record.events import ReducerStarted
+
+    judged = _state(ReducerStarted((1, 2, 3), t=0.5), CallStarted("judge-0", 1, "j", 0.9))
+    assert judged.phase == "scoring"  # not "reducing": only the judge runs now
+    checked = _state(ReducerStarted((1, 2, 3), t=0.5),
+                     ScoreRecorded(ScoreRecord("short", 1.0, None, "check"), t=0.8))
+    assert checked.phase == "scoring" and checked.scores[0].name == "short"
+    ended = _state(ScoreRecorded(ScoreRecord("short", 1.0, None, "check"), t=0.8),
+                   RunFinished("completed", "answer", None, 1.0, t=1.0))
+    assert ended.phase == "done"  # the end wins over scoring
+    cancelling = _state(ReducerStarted((1,), t=0.5), CallStarted("judge-0", 1, "j", 0.9))
+    cancelling.cancelling = True
+    assert cancelling.status.startswith("cancelling")

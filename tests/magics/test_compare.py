@@ -290,6 +290,28 @@ def test_background_compare_returns_a_handle_and_lands_in_swarm(
     assert len(captured.outputs) == 1
 
 
+def test_repeat_runs_each_variant_k_times_and_the_same_cell_again_is_cached(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    line = swarm_line(server, "--repeat 2 --compare reducer_prompt=@brief,@thorough")
+    with capture_output() as captured:
+        shell.run_cell_magic("swarm", line, "Name three deserts")
+    comparison = shell.user_ns["_swarm"]
+    assert isinstance(comparison, Comparison)
+    assert [len(group) for group in comparison.repeats] == [2, 2]
+    # Two repeats, two seeds: the planner asked twice, once per repeat, shared by the
+    # two variants; a reducer per variant and repeat.
+    assert server.count("planner") == 2 and server.count("reducer") == 4
+    (output,) = captured.outputs
+    assert output.data["text/plain"] == comparison.view().text()
+    before = server.count()
+    with capture_output():
+        shell.run_cell_magic("swarm", line, "Name three deserts")
+    assert server.count() == before  # the notebook's cache serves every repeat
+    again = shell.user_ns["_swarm"]
+    assert all(c.source == "cache" for group in again.repeats for r in group for c in r.calls)
+
+
 @pytest.mark.parametrize(("command", "status", "answer"), [
     ("cancel", "cancelled", False), ("stop --merge", "stopped", True)])
 def test_cancel_and_stop_reach_every_variant_of_a_background_compare(

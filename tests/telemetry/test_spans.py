@@ -262,3 +262,22 @@ def test_a_worker_that_fails_for_good_is_an_error_span_with_its_failed_attempts(
     assert all(a.parent.span_id == worker.context.span_id for a in attempts)
     [root] = [s for s in spans if s.parent is None]
     assert root.attributes["swarmkit.status"] == run.status
+
+
+def test_the_judges_call_is_a_step_of_its_own_with_its_model(
+    exporter: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, spans_out = exporter
+    with FakeServer() as server:
+        run = swarmkit.run_sync(
+            TASK, model=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, history=False,
+            workers=2, judge="judge-model", tracer_provider=provider, otel=True)
+    assert run.scores[0].score == 0.8
+    spans = spans_out.get_finished_spans()
+    [judge] = [s for s in by_op(spans, "invoke_agent")
+               if s.attributes["swarmkit.step"] == "judge-0"]
+    assert judge.name == "invoke_agent judge"
+    [attempt] = [s for s in by_op(spans, "chat") if s.attributes["swarmkit.step"] == "judge-0"]
+    assert attempt.parent.span_id == judge.context.span_id
+    assert attempt.name == "chat judge-model"
+    assert attempt.attributes["gen_ai.request.max_tokens"] == 512
