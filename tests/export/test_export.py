@@ -373,7 +373,7 @@ def test_swarmkit_demo_runs_the_embedded_model_and_writes_a_notebook_that_replay
     import subprocess
     import sys
 
-    pytest.importorskip("llama_cpp", reason="needs the local extra")
+    pytest.importorskip("xllamacpp", reason="needs the local extra")
     root = Path(swarmkit.__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("SWARMKIT_HISTORY", None)  # the demo keeps its history beside its notebook
