@@ -44,6 +44,21 @@ def test_quick_resume_benchmark_serves_every_worker_once() -> None:
     assert "ratio resume / fresh run of the missing:" in done.stdout, done.stdout
 
 
+@pytest.mark.slow  # four fresh processes and a FakeServer: about 10 s
+def test_quick_scoring_benchmark_scores_every_check_and_prints_the_ratio() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scoring.py"), "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "checks (8, Python only):" in out, out
+    # Both sides make the same calls, and the scored side has all 16 scores.
+    median = next(line for line in out.splitlines() if line.strip().startswith("median:"))
+    assert median.count("(22 calls") == 2 and "16 scores" in median, median
+    assert "ratio scored/unscored:" in out and "the checks themselves:" in out, out
+
+
 @pytest.mark.slow  # nine fresh processes and a FakeServer: 10-30 s on 2 cores
 def test_quick_scale_benchmark_prints_the_sdk_floor_beside_raw() -> None:
     done = subprocess.run(
