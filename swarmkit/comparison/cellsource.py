@@ -22,7 +22,7 @@ from typing import Any
 
 from ..config.options import option_named
 from ..errors import ConfigError
-from ..export.cellsource import replay_options
+from ..export.cellsource import is_literal, replay_options
 from ..export.checksource import RebuiltChecks
 from .variants import Variant, variants_of
 
@@ -33,19 +33,6 @@ __all__ = ["Written", "comparison_source", "written_options"]
 _FROM_CASSETTE = frozenset({"tasks", "task_template", "plan_from", "tools", "mcp_servers"})
 # A value whose literal is longer goes to a named constant above the call.
 _INLINE_CHARS = 48
-
-
-def _literal(value: Any) -> bool:
-    """Whether ``repr(value)`` is a Python literal that evaluates back to ``value``."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return value == value and abs(value) != float("inf")
-    if isinstance(value, (list, tuple)):
-        return all(_literal(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _literal(v) for k, v in value.items())
-    return False
 
 
 def _typed(name: str, text: str) -> Any:
@@ -97,7 +84,7 @@ def written_options(variants: Sequence[Variant], configs: Sequence[Mapping[str, 
         for name, value in variant.options:
             if name in _FROM_CASSETTE:
                 plain = False
-            elif _literal(value):
+            elif is_literal(value):
                 mine[name] = value
             else:
                 plain = False

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..display.rendered import Rendered
 from ..display.tablefmt import format_cost, html_table, render_table
 from ..display.theme import STYLE
+from .scores import sample_spread
 
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
@@ -49,12 +50,6 @@ class RepeatSpend:
     total: Decimal | None
 
 
-def _spread(values: Sequence[float], mean: float) -> float:
-    if len(values) < 2:
-        return 0.0
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 def repeat_spend(labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
                  ) -> list[RepeatSpend]:
     """One row per variant (``labels``, one per group of ``repeats``)."""
@@ -69,9 +64,10 @@ def repeat_spend(labels: Sequence[str], repeats: Sequence[Sequence[RunRecord]]
             known = [cost for cost in costs if cost is not None]
             total = sum(known, Decimal(0))
             cost_mean = total / len(known)
-            cost_spread = Decimal(str(_spread([float(c) for c in known], float(cost_mean))))
+            cost_spread = Decimal(str(sample_spread([float(c) for c in known],
+                                                    float(cost_mean))))
         rows.append(RepeatSpend(label, len(group), cost_mean, cost_spread, seconds_mean,
-                                _spread(seconds, seconds_mean), total))
+                                sample_spread(seconds, seconds_mean), total))
     return rows
 
 

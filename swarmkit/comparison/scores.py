@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from ..record.runrecord import RunRecord
 
-__all__ = ["MIN_REPEATS_FOR_A_WINNER", "ScoreRow", "ScoreSummary", "score_rows",
-           "scores_frame", "summaries", "winner"]
+__all__ = ["MIN_REPEATS_FOR_A_WINNER", "ScoreRow", "ScoreSummary", "sample_spread",
+           "score_rows", "scores_frame", "summaries", "winner"]
 
 MIN_REPEATS_FOR_A_WINNER = 2
 FRAME_COLUMNS = ("variant", "repeat", "check", "score", "reason")
@@ -87,13 +87,18 @@ def score_rows(labels: Sequence[str],
             for repeat, run in enumerate(group) for score in run.scores]
 
 
+def sample_spread(values: Sequence[float], mean: float) -> float:
+    """The sample standard deviation of ``values`` about their ``mean``; 0.0 for one."""
+    if len(values) < 2:
+        return 0.0
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def _summary(variant: str, name: str, rows: Sequence[ScoreRow]) -> ScoreSummary:
     values = [0.0 if row.score is None else row.score for row in rows]
     mean = math.fsum(values) / len(values)
-    spread = (math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
-              if len(values) > 1 else 0.0)
-    return ScoreSummary(variant, name, mean, spread, min(values), max(values), len(values),
-                        sum(1 for row in rows if row.score is None))
+    return ScoreSummary(variant, name, mean, sample_spread(values, mean), min(values),
+                        max(values), len(values), sum(1 for row in rows if row.score is None))
 
 
 def summaries(rows: Iterable[ScoreRow], variants: Sequence[str]) -> list[ScoreSummary]:

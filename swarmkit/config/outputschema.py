@@ -20,6 +20,7 @@ __all__ = [
     "SchemaMismatch",
     "canonical_schema",
     "check_reply",
+    "json_candidates",
     "schema_fields",
 ]
 
@@ -81,13 +82,19 @@ def _one_line(text: str) -> str:
     return line if len(line) <= _ERROR_CHARS else line[: _ERROR_CHARS - 1] + "…"
 
 
-def _parse(raw: str) -> Any:
+def json_candidates(raw: str) -> list[str]:
+    """Where a model's reply may hold a JSON object, most likely first: each fenced
+    block, the whole reply, then what lies between its first ``{`` and last ``}``."""
     candidates = [m.group(1) for m in _FENCE.finditer(raw)]
     candidates.append(raw)
     start, end = raw.find("{"), raw.rfind("}")
     if 0 <= start < end:
         candidates.append(raw[start : end + 1])
-    for candidate in candidates:
+    return candidates
+
+
+def _parse(raw: str) -> Any:
+    for candidate in json_candidates(raw):
         try:
             return json.loads(candidate)
         except ValueError:

@@ -17,6 +17,7 @@ from ..credentials.scrub import one_line
 from ..record.usage import Usage
 from .livestate import LiveState
 from .tablefmt import format_cost, format_tokens
+from .tablerows import score_figure
 from .theme import COLOURS, STYLE
 from .truncation import CUT_MARK
 
@@ -76,8 +77,7 @@ def lane_scores(state: LiveState) -> str:
     the static view and ``Comparison.scores()`` say why)."""
     if not state.scores:
         return ""
-    shown = (f"{score.name} {'error' if score.score is None else f'{float(score.score):.2f}'}"
-             for score in state.scores)
+    shown = (f"{score.name} {score_figure(score)}" for score in state.scores)
     return "scores: " + " · ".join(shown)
 
 

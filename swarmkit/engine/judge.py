@@ -21,6 +21,8 @@ import math
 import re
 from typing import Any
 
+from ..config.outputschema import json_candidates
+from ..credentials.scrub import one_line
 from ..errors import BudgetExceeded, ConfigError, ProviderError, ResponseFormatUnsupported
 from ..record.modelcall import ChatRequest
 from ..record.rows import ScoreRecord
@@ -46,7 +48,6 @@ _SYSTEM = (
     "0 (it fails the rubric) to 10 (it meets the rubric fully). Reply with JSON only: an "
     'object with "score" (a whole number from 0 to 10) and "reason" (one sentence).'
 )
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _SCORE_WORDS = re.compile(r"\bscore\W{0,5}(\d{1,2}(?:\.\d+)?)\b", re.IGNORECASE)
 _MAX_CHARS = 300
 
@@ -61,8 +62,7 @@ def judge_messages(task: str, rubric: str | None, answer: str) -> list[dict[str,
 
 
 def _line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_CHARS else text[:_MAX_CHARS - 1] + "…"
+    return one_line(text, _MAX_CHARS)
 
 
 def _number(value: Any) -> float | None:
@@ -83,12 +83,7 @@ def parse_verdict(raw: str | None) -> tuple[float, str | None]:
     prose around it allowed), else "score: 7" in its words. A ValueError (one line)
     says why a reply holds no score."""
     text = raw or ""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)]
-    candidates.append(text)
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start:end + 1])
-    for candidate in candidates:
+    for candidate in json_candidates(text):
         try:
             value = json.loads(candidate, strict=False)
         except ValueError:

@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from ..config.outputschema import SchemaMismatch, check_reply
+from ..credentials.scrub import one_line
 from ..errors import ConfigError
 from ..record.rows import ScoreRecord
 
@@ -200,11 +201,6 @@ def _unfenced(text: str) -> str:
     return found.group(1) if found else text
 
 
-def _line(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_REASON else text[:_MAX_REASON - 1] + "…"
-
-
 def _verdict(value: Any) -> tuple[float, str | None]:
     """A check's return value as (score, reason); a ValueError says what was wrong."""
     reason = None
@@ -212,7 +208,7 @@ def _verdict(value: Any) -> tuple[float, str | None]:
         if len(value) != 2:
             raise ValueError(f"returned a tuple of {len(value)}; return (score, reason)")
         value, reason = value
-        reason = None if reason is None else _line(str(reason))
+        reason = None if reason is None else one_line(str(reason), _MAX_REASON)
     if isinstance(value, bool):
         return (1.0 if value else 0.0), reason
     if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
@@ -238,7 +234,7 @@ async def _score(check: Check, view: CheckInput, *, reduced: bool) -> ScoreRecor
             reason = f"{passed} of {len(verdicts)} outputs passed"
     except Exception as exc:  # a user's check: its failure is its score, never the run's
         return ScoreRecord(check.name, 0.0, None, "check",
-                           error=_line(f"{type(exc).__name__}: {exc}"))
+                           error=one_line(f"{type(exc).__name__}: {exc}", _MAX_REASON))
     return ScoreRecord(check.name, score, reason, "check")
 
 

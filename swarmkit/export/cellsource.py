@@ -37,8 +37,8 @@ from ..errors import ExportError
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
 
-__all__ = ["header_markdown", "header_text", "line_safe", "live_steps", "md_code", "md_text",
-           "models_text", "replay_options", "swarm_cells", "swarm_line"]
+__all__ = ["header_markdown", "header_text", "is_literal", "line_safe", "live_steps", "md_code",
+           "md_text", "models_text", "replay_options", "swarm_cells", "swarm_line"]
 
 # Public option names, by the SwarmConfig field they set, of the options that shape the
 # requests (not how the run was stored, served or priced).
@@ -190,6 +190,19 @@ def _python_config_source(reset: bool, wanted: Mapping[str, str]) -> str:
     if len(call) > 88:
         call = "options = swarm_config(\n" + "".join(f"    {a},\n" for a in arguments) + ")"
     return "from swarmkit.magics import swarm_config\n" + call
+
+
+def is_literal(value: Any) -> bool:
+    """Whether ``repr(value)`` is a Python literal that evaluates back to ``value``."""
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return True
+    if isinstance(value, float):
+        return value == value and abs(value) != float("inf")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(is_literal(v) for v in value)
+    if isinstance(value, dict):
+        return all(is_literal(k) and is_literal(v) for k, v in value.items())
+    return False
 
 
 def swarm_cells(

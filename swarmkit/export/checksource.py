@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..engine.scoring import Check
+from .cellsource import is_literal
 
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
@@ -77,18 +78,6 @@ class RebuiltChecks:
         return f"not run again in this notebook, so not shown: {listed}"
 
 
-def _is_literal(value: Any) -> bool:
-    if value is None or isinstance(value, (bool, int, str, bytes)):
-        return True
-    if isinstance(value, float):
-        return value == value and abs(value) != float("inf")
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return all(_is_literal(v) for v in value)
-    if isinstance(value, dict):
-        return all(_is_literal(k) and _is_literal(v) for k, v in value.items())
-    return False
-
-
 def _global_lines(function: types.FunctionType, seen: set[str]
                   ) -> tuple[list[str], str | None]:
     """The lines that give ``function`` what it reads from its module (modules, literals,
@@ -111,7 +100,7 @@ def _global_lines(function: types.FunctionType, seen: set[str]
             if why is not None:
                 return [], f"it uses {name}, which cannot be written: {why}"
             lines += needed
-        elif _is_literal(value) and len(repr(value)) <= _LITERAL_CHARS:
+        elif is_literal(value) and len(repr(value)) <= _LITERAL_CHARS:
             lines.append(f"{name} = {value!r}")
         else:
             return [], f"it uses {name}, a {type(value).__name__} with no literal to write"
