@@ -81,7 +81,8 @@ _RANGES = (
     _Range("batch_poll", "positive seconds", 0, above=True),
     _Range("start_jitter", "between 0 and 0.25 seconds", 0, high=0.25, optional=True),
     _Range("reducer_max_input_tokens", "at least 1024", 1024, whole=True, optional=True),
-    _Range("repeat", "at least 1", 1, whole=True),
+    # Each repeat is a whole swarm per variant, all at once: a bound, not a budget.
+    _Range("repeat", "at least 1 and at most 100", 1, high=100, whole=True),
 )
 
 

@@ -59,6 +59,7 @@ def test_a_judge_is_in_the_summary_as_a_role_and_round_trips() -> None:
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"repeat": 0}, "repeat must be at least 1"),
+    ({"repeat": 10**6}, "repeat must be at least 1 and at most 100"),
     ({"repeat": "two"}, "repeat must be a whole number"),
     ({"judge": "  "}, "non-empty"),
     ({"judge_base_url": "ftp://x"}, "judge_base_url must be an http"),
