@@ -73,6 +73,12 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        # Outside the except block: an error out of the run must not be chained to the
+        # RuntimeError above ("During handling of the above exception, ...").
         return asyncio.run(make())
     bridge = background_loop()
     return bridge.wait(bridge.submit(make()))

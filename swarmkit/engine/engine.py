@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -33,12 +32,12 @@ from .prices import PriceTable
 from .recordbuilder import RunRecordBuilder
 from .reducer import hold_for_reducer, mapped_only, reduce
 from .scoring import Check, CheckInput, score_checks
+from .sinkfanout import SinkFanout
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
 __all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id", "resumed_task"]
 
-log = logging.getLogger("swarmkit")
 
 # The outcomes that are scored (an answer, or without a reducer the workers' outputs):
 # a partial run merged what its failed workers left, and that answer is scored too.
@@ -111,7 +110,7 @@ class Engine:
         self.run_id = run_id or new_run_id()
         self.started_at = started_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.recorder = RunRecordBuilder(record_type, self.checks)
-        self.sinks: list[Sink] = [self.recorder, *sinks]
+        self.sinks = SinkFanout([self.recorder, *sinks])
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
         self.batches = batches if config.batch else None
@@ -142,11 +141,7 @@ class Engine:
         return self._clock() - self._t0
 
     def emit(self, event: Event) -> None:
-        for sink in self.sinks:
-            try:
-                sink.on_event(event)
-            except Exception:  # a broken display must not break the run
-                log.exception("swarmkit sink %r failed on %s", sink, event.kind)
+        self.sinks.deliver(event)
 
     @property
     def run(self) -> RunRecord | None:
@@ -259,6 +254,7 @@ class Engine:
             duration = self.now() if self._recorded_duration is None else self._recorded_duration
         self.phase = "ended"
         self.emit(RunFinished(status, answer, error, duration=duration, t=self.now()))
+        self.sinks.report()
 
     async def _score(self, task: str, answer: str | None, records: list[WorkerRecord]) -> None:
         """The checks, then the judge, each score an event as it lands. Without a reducer
