@@ -170,6 +170,7 @@ async def create_engine(
 
     def provider() -> ModelCaller:
         live = OpenAIProvider(store_config, env=env)
+        live.check_keys()  # a missing key is a refusal, not a failed run in the history
         return live if shared is None else shared.caller(live)
 
     adopted = await asyncio.to_thread(stored_batches, config)

@@ -64,6 +64,16 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         await self._endpoints.aclose()
 
+    def check_keys(self) -> None:
+        """Raise, before the run starts, the ConfigError that a role's first call would
+        (a key variable that is not set): a refusal, so no run is recorded, rather than
+        a run that fails at its first call. Only the roles the run will call."""
+        config = self.config
+        roles = [name for name, calls in (("planner", not config.tasks), ("worker", True),
+                                          ("reducer", config.reduce)) if calls]
+        for name in (*roles, *(("judge",) if config.judge is not None else ())):
+            self._endpoints.endpoint(config.role(name))
+
     # the call --------------------------------------------------------------------------
 
     async def complete(

@@ -18,6 +18,7 @@ from swarmkit.config.automodel import judge_notice
 from swarmkit.display.byrole import role_spend
 from swarmkit.engine.judge import DEFAULT_RUBRIC, parse_verdict
 from swarmkit.engine.ladder import forget_rungs
+from swarmkit.errors import ConfigError
 from swarmkit.magics.session import check_keys
 from swarmkit.record.runrecord import RunRecord
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault
@@ -246,18 +247,19 @@ def test_a_judge_on_the_embedded_model_is_flagged_as_weak_in_one_line() -> None:
     assert notice in run.tables().text()
 
 
-def test_a_judge_with_no_key_is_a_judge_error_and_the_magic_refuses_it_first(
+def test_a_judge_with_no_key_is_refused_before_any_call_from_python_and_the_magic(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
     with FakeServer(Script()) as server:
-        # A remote endpoint (never reached: the missing key is found first).
-        run = swarmkit.run_sync("What is the capital of France?",
-                                **options(server, judge_api_key_env="NO_SUCH_JUDGE_KEY",
-                                          judge_base_url="http://judge.invalid/v1"))
-        judged = server.count("judge-*")
-    assert run.status == "completed" and run.answer == ANSWER and judged == 0
-    (score,) = run.scores
-    assert score.score is None and "NO_SUCH_JUDGE_KEY" in (score.error or "")
+        # A remote endpoint (never reached: the missing key is found first). The run
+        # would pay for every call and then have no judge: refused like a missing key of
+        # any role, before the planner is asked.
+        with pytest.raises(ConfigError, match="api_key_env names NO_SUCH_JUDGE_KEY, but it "
+                                              "is not set"):
+            swarmkit.run_sync("What is the capital of France?",
+                              **options(server, judge_api_key_env="NO_SUCH_JUDGE_KEY",
+                                        judge_base_url="http://judge.invalid/v1"))
+        assert server.count() == 0
     # The magic says so before any call: the judge is a hosted role like the others.
     config = swarmkit.SwarmConfig().with_options(model="gpt-4.1-mini", api_key_env=KEY_ENV,
                                                  judge="judge-model",
