@@ -24,7 +24,7 @@ from ..config import SwarmConfig
 from ..config import options as option_table
 from ..config.flagnames import closest, name_the_flag, unknown_option
 from ..display import RunListing
-from ..errors import ConfigError, SwarmError
+from ..errors import ConfigError, StoreError, SwarmError
 from ..export.exporter import export_paths, export_run
 from ..export.notebookfile import existing
 from ..store import History
@@ -38,6 +38,7 @@ from .exitcodes import (
     EXIT_USAGE,
     exit_codes_text,
 )
+from .resumehint import resume_command
 from .terminal import CTRL_C, Interrupted, execute, exit_code, exit_now_if_stuck
 
 __all__ = ["import_tools", "main", "read_schema_file"]
@@ -107,7 +108,8 @@ def _parser() -> argparse.ArgumentParser:
 
     run = command("run", "run a planner -> workers -> reducer swarm on a task",
                   epilog=RUN_EPILOG, formatter_class=raw)
-    run.add_argument("task", help="the task, or - to read it from stdin")
+    run.add_argument("task", nargs="?", help="the task, or - to read it from stdin (with "
+                     "--resume: the stored one when left out)")
     for row in option_table.OPTIONS:
         if not row.on("cli"):
             continue
@@ -210,14 +212,17 @@ def _finish(run: Run, cancelled: str | None, as_json: bool) -> int:
     code = exit_code(run, cancelled)
     if code in (EXIT_INTERRUPTED, EXIT_TIMED_OUT):
         why = "interrupted" if code == EXIT_INTERRUPTED else "timed out (--run-timeout)"
-        more = (f"; {PROG} resume {run.run_id} continues it"
+        more = (f"; {resume_command(PROG, run.run_id, run.config)} continues it"
                 if run.plan and run.config.get("history", True) else "")
         sys.stderr.write(f"{PROG}: {why}{more}\n")
     return code
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    task = sys.stdin.read() if args.task == "-" else args.task
+    if args.task is None and args.resume is None:
+        raise ConfigError("run: give the task (or - to read it from stdin), or --resume RUN "
+                          "to continue an earlier run")
+    task = sys.stdin.read() if args.task == "-" else args.task or ""
     options = _run_options(args)
     return _finish(*execute(task, options, sys.stderr), args.json)
 
@@ -290,8 +295,11 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     # The same steps as %swarm resume: the stored task, options and plan; the calls
     # answered before are served from the history, so only the missing ones are made.
     trusted, past = _stored(args)
-    config = stored_config(past, base_url=args.base_url, api_key_env=args.api_key_env,
-                           trusted=trusted)
+    try:
+        config = stored_config(past, base_url=args.base_url, api_key_env=args.api_key_env,
+                               trusted=trusted)
+    except StoreError as exc:  # a refusal before any call, like a bad option: exit 2
+        raise ConfigError(str(exc)) from None
     config = resumed_config(replace(config, history_path=trusted.history_path), past,
                             past.task)
     sys.stderr.write(f"{PROG} resume: run {past.run_id} ({past.status}, {len(past.plan)} "

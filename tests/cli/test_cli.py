@@ -205,7 +205,8 @@ def test_help_lists_the_commands_without_rest_markup_and_points_to_run_help() ->
 def test_exit_statuses_are_documented_in_the_help() -> None:
     from swarmkit.cli.exitcodes import EXIT_CODES
 
-    assert EXIT_CODES == {0: "completed", 1: "the run failed", 2: "a bad option or value",
+    assert EXIT_CODES == {0: "completed", 1: "the run failed",
+                          2: "a bad option or value, a missing key, a refused resume",
                           3: "partial: an answer, but some workers failed or were cancelled",
                           124: "timed out (--run-timeout)", 130: "interrupted"}
     for text in (swarmkit_cli("--help").stdout, swarmkit_cli("run", "--help").stdout):
@@ -349,7 +350,8 @@ def test_ctrl_c_during_the_fan_out_keeps_the_finished_and_counts_the_cancelled_a
     assert completed + cancelled == 6 and cancelled >= 4
     totals = out.splitlines()[0]  # the run's own count agrees with the progress line
     assert f"{completed} completed" in totals and f"{cancelled} cancelled (interrupt)" in totals
-    assert re.fullmatch(r"jswarm: interrupted; jswarm resume [0-9a-f]{12} continues it", said)
+    assert re.fullmatch(r"jswarm: interrupted; jswarm resume [0-9a-f]{12} --base-url \S+ "
+                        r"--api-key-env \S+ continues it", said)
     assert "interrupted: resume the run to finish the rest" in out
     assert "kernel" not in out + err
 
