@@ -37,6 +37,7 @@ from ..record.rows import BatchRecord
 from ..record.runrecord import RunRecord
 from ..store import CallStore, Cassette
 from ..store.history import History
+from ..store.replayoptions import with_recorded_requests
 from ..telemetry import span_sinks
 from ..tools import build_worker_loop
 from ..tools.standins import replay_worker_loop
@@ -140,6 +141,12 @@ async def create_engine(
     tracer_provider = options.pop("tracer_provider", None)
     resume = options.pop("resume", None)
     checks = tuple(options.pop("checks", None) or ())
+    cassette = None
+    if config is None and options.get("replay"):
+        # A replay asks what the recording asked: its request-shaping options replace
+        # the SWARMKIT_* defaults; the keywords given here still win (replayoptions).
+        cassette = await asyncio.to_thread(Cassette.load, options["replay"])
+        config = with_recorded_requests(cassette, SwarmConfig.from_env(env))
     config = SwarmConfig.from_options(config, env=env, **options)
     sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
     if plan_from is not None:
@@ -154,12 +161,12 @@ async def create_engine(
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run, budget=shared_budget, stored_task=stored_task,
                       checks=checks)
-    cassette = None
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
         # results come from the cassette, so no function or MCP server is needed (or
         # started, even when given).
-        cassette = await asyncio.to_thread(Cassette.load, config.replay)
+        if cassette is None or cassette.source != str(config.replay):
+            cassette = await asyncio.to_thread(Cassette.load, config.replay)
         config = cassette.resolve_config(config)
         worker_loop = replay_worker_loop(
             call.request for call in cassette.calls if call.role == "worker")

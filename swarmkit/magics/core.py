@@ -24,6 +24,8 @@ from ..config.template import interpolate
 from ..display import widget
 from ..engine.background import background_loop
 from ..errors import ConfigError, SwarmError
+from ..store.cassette import Cassette
+from ..store.replayoptions import with_recorded_requests
 from ..store.writethread import writes_deferred
 from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
@@ -68,7 +70,12 @@ class SwarmMagics(Magics):
         try:
             base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
             base = base.with_options(**self.session_options)
-        except ConfigError as exc:
+            replay = options.get("replay", base.replay)
+            if replay:
+                # A replay cell asks what its recording asked, whatever this session's
+                # defaults; the cell's own flags still win (store.replayoptions).
+                base = with_recorded_requests(Cassette.load(str(replay)), base)
+        except SwarmError as exc:
             raise usage_error(exc) from None
         try:
             return base.with_options(**options)
