@@ -11,7 +11,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..config.options import TOOL_CHOICE_KEYS
 from ..config.swarmconfig import (
@@ -43,7 +43,7 @@ from ..tools import build_worker_loop
 from ..tools.standins import replay_worker_loop
 from .result import Run
 
-__all__ = ["LiveCaller", "check_resumable", "create_engine", "load_run", "plan_of",
+__all__ = ["LiveCaller", "Planned", "check_resumable", "create_engine", "load_run", "plan_of",
            "resolve_models", "resumed_config", "run", "run_sync", "stored_batches"]
 
 
@@ -237,15 +237,29 @@ def run_sync(task: str = "", **options: Any) -> Run:
     return run_blocking(lambda: run(task, **options))
 
 
-def plan_of(source: RunRecord | str, history_path: str | os.PathLike[str] | None = None
+@runtime_checkable
+class Planned(Protocol):
+    """What ``plan_from=`` takes besides a run id: a Run, or a dry run's result (the
+    magic's ``DryRun``), anything with the run's id and its plan."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def plan(self) -> Sequence[str]: ...
+
+
+def plan_of(source: Planned | str, history_path: str | os.PathLike[str] | None = None
             ) -> tuple[str, ...]:
-    """The plan of an earlier run (``plan_from=``): a Run, or a run id (a prefix is
-    enough) in the history database."""
+    """The plan of an earlier run (``plan_from=``): a Run, a dry run's result, or a run
+    id (a prefix is enough) in the history database (a dry run's too: it is kept as
+    ``planned``)."""
     if isinstance(source, str):
         with History(history_path) as history:
             source = history.load_run(source)
-    if not isinstance(source, RunRecord):
-        raise ConfigError(f"plan_from takes a Run or a run id, not a {type(source).__name__}")
+    if not isinstance(source, Planned) or not all(isinstance(t, str) for t in source.plan):
+        raise ConfigError("plan_from takes a Run, a dry run's result or a run id, not a "
+                          f"{type(source).__name__}")
     if not source.plan:
         raise ConfigError(f"plan_from: run {source.run_id} has no plan (its planner failed); "
                           "pick a run that has workers")

@@ -23,6 +23,7 @@ from .byrole import ROLE_HEADERS, role_spend
 from .drilldown import judge_details, planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses
 from .markdown import markdown_html
+from .planned import planned_html, planned_lines
 from .rendered import Bundle, Rendered
 from .rowcut import DISPLAY_ROWS, Cut, displayed_rows, rows_with_gaps
 from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table, render_table
@@ -243,6 +244,7 @@ class RunTables(Rendered):
         if run.calls:
             line = cut_line(run.calls)
             parts += ["by role", self.role_table(), *([line] if line else []), ""]
+        parts += planned_lines(run)  # a dry run: its plan and how to make its calls
         if run.workers:
             cut = self._worker_cut
             parts += [*([cut.note] if cut.note else []),
@@ -300,6 +302,8 @@ class RunTables(Rendered):
             line = cut_line(run.calls)
             if line:
                 parts.append(f'<p class="sk-warn">{html.escape(line)}</p>')
+        if planned := planned_html(run):
+            parts.append(planned)
         if run.workers:
             cut = self._worker_cut
             parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]

@@ -298,8 +298,9 @@ class SwarmMagics(Magics):
             return None
         except Exception as exc:
             self._raise_run_error(exc)
-        if args.out:
-            self.namespace[args.out] = result
+        # Like a run's, the result is in _swarm (and --out): --plan-from takes it.
+        for name in (LAST_RUN, *([args.out] if args.out else [])):
+            self.namespace[name] = result
         display(result)
         return None
 

@@ -30,7 +30,20 @@ __all__ = ["CompareDryRun", "DryRun", "RoleEstimate", "dry_run", "dry_run_varian
 
 @dataclass(frozen=True, slots=True)
 class DryRun(Estimate):
-    """The plan and a cost bound for running it. Displays as a small table."""
+    """The plan and a cost bound for running it. Displays as a small table.
+
+    ``run_id`` is the dry run's own id: the history keeps it as ``planned``
+    (``kept``), and ``--plan-from`` / ``plan_from=`` take this object or that id to make
+    its calls."""
+
+    run_id: str = ""
+    kept: bool = False
+
+    def next_step(self) -> str:
+        """The line that says how to make the planned calls."""
+        how = f"%%swarm --plan-from {self.run_id if self.kept else '_swarm'}"
+        where = "kept in the history as planned; " if self.kept else ""
+        return f"run {self.run_id}: {where}to make its calls: {how}"
 
     def table(self) -> SmallTable:
         rows = [
@@ -41,8 +54,9 @@ class DryRun(Estimate):
         rows.append(("total", "", sum(r.calls for r in self.roles), "",
                      format_cost(self.cost_usd), "at most"))
         unpriced = sorted({r.model for r in self.roles if r.cost_usd is None})
-        note = (f"no price for {', '.join(unpriced)}: add one with %swarm prices MODEL IN OUT"
-                if unpriced else "")
+        notes = [f"no price for {', '.join(unpriced)}: add one with %swarm prices MODEL IN "
+                 "OUT"] if unpriced else []
+        note = "\n".join([*notes, *([self.next_step()] if self.run_id else [])])
         return SmallTable(
             f"dry run: {len(self.plan)} workers planned",
             ("role", "model", "calls", "tokens", "cost", ""), rows, note,
@@ -65,7 +79,8 @@ def estimate(engine: Engine, task: str, plan: tuple[str, ...]) -> DryRun:
     run = engine.run
     planner_calls = [] if run is None else [c for c in run.calls if c.role == "planner"]
     bound = estimate_plan(engine.config, engine.prices, planner_calls, task, plan)
-    return DryRun(bound.task, bound.plan, bound.roles)
+    return DryRun(bound.task, bound.plan, bound.roles, run_id=engine.run_id,
+                  kept=engine.config.history)
 
 
 async def dry_run(engine: Engine, task: str) -> DryRun:

@@ -20,13 +20,13 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
+from ..api.entry import Planned
 from ..comparison.variants import MAX_VARIANTS
 from ..config import options as option_table
 from ..config.flagnames import name_the_flag as shared_name_the_flag
 from ..config.flagnames import unknown_option
 from ..engine.scoring import Check
 from ..errors import ConfigError
-from ..record.runrecord import RunRecord
 from .tools import resolve_tools
 
 __all__ = [
@@ -165,12 +165,13 @@ def _rubric(value: str, namespace: Mapping[str, Any]) -> str:
 def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:
     """``--plan-from RUN``: a Run in the notebook, else a run id (prefix) for the history."""
     value = namespace.get(name) if name.isidentifier() else None
-    if isinstance(value, RunRecord):
-        return value
+    if isinstance(value, Planned):
+        return value  # a Run, or a --dry-run's result
     if value is not None:
         raise UsageError(
-            f"%%swarm: --plan-from {name} is a {type(value).__name__}, not a Run; name a "
-            "Run (e.g. _swarm or an --out variable) or a run id from %swarm history"
+            f"%%swarm: --plan-from {name} is a {type(value).__name__}, not a Run or a dry "
+            "run; name one (e.g. _swarm or an --out variable) or a run id from %swarm "
+            "history"
         )
     return name
 

@@ -31,7 +31,7 @@ def test_run_sync_without_the_key_refuses_and_keeps_no_run(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     history = tmp_path / "history.db"
-    with pytest.raises(ConfigError, match="^OPENAI_API_KEY is not set; export it") as caught:
+    with pytest.raises(ConfigError, match=r"^OPENAI_API_KEY is not set; export it") as caught:
         swarmkit.run_sync("Key check", model="gpt-4.1-mini", history_path=str(history))
     assert "bug" not in str(caught.value)
     assert runs_in(history) == []
@@ -43,7 +43,7 @@ def test_a_judge_without_its_key_is_refused_before_the_run(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used-0123456789")
     monkeypatch.delenv("JUDGE_KEY", raising=False)
     history = tmp_path / "history.db"
-    with pytest.raises(ConfigError, match="^JUDGE_KEY is not set"):
+    with pytest.raises(ConfigError, match=r"^JUDGE_KEY is not set"):
         swarmkit.run_sync("Key check", model="gpt-4.1-mini", judge="gpt-4.1",
                           judge_api_key_env="JUDGE_KEY", history_path=str(history))
     assert runs_in(history) == []

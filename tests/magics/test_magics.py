@@ -348,7 +348,7 @@ def test_dry_run_calls_only_the_planner_and_bounds_the_cost(
     assert server.counts_by_step() == {"planner": 1}
     estimate = shell.user_ns["d"]
     assert isinstance(estimate, DryRun) and len(estimate.plan) == 4
-    assert "_swarm" not in shell.user_ns
+    assert shell.user_ns["_swarm"] is estimate  # like a run's result (README: _swarm)
     planner, workers, reducer = estimate.roles
     assert planner.measured and planner.calls == 1 and planner.cost_usd is not None
     assert workers.calls == 4 and reducer.calls == 1

@@ -78,7 +78,7 @@ def test_an_option_on_the_replay_cell_itself_still_misses(
         shell.run_cell_magic("swarm", swarm_line(server, f"--workers 3 --record {cassette}"),
                              TASK)
     shell.run_line_magic("swarm", "config temperature=0.3")
-    with pytest.raises(UsageError, match="ReplayMiss: replay miss at planner.*temperature"):
+    with pytest.raises(UsageError, match=r"ReplayMiss: replay miss at planner.*temperature"):
         shell.run_cell_magic("swarm", swarm_line(
             closed_port_url(), f"--workers 3 --replay {cassette} --temperature 0.9"), TASK)
 
