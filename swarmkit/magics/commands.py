@@ -20,8 +20,8 @@ from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
 from ..config.options import (
+    NOT_FIELDS,
     ROLE_FIELDS,
-    TOOL_CHOICE_KEYS,
     UNSET_VALUES,
     config_keys,
     option_named,
@@ -29,6 +29,7 @@ from ..config.options import (
 )
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..config.urls import redact_url
+from ..credentials.scrub import one_line
 from ..engine.prices import PriceTable
 from ..errors import ConfigError
 from .bridge import summary_line
@@ -116,7 +117,9 @@ def split_args(line: str, where: str) -> list[str]:
 
 # -- config ------------------------------------------------------------------------------
 
-# The keys the config table shows besides the role fields (every key can be set).
+_VALUE_WIDTH = 72
+# The keys the config table shows besides the role fields (every key can be set); any
+# other key is shown once the session sets it.
 _SHOWN = ("workers", "concurrency", "budget", "budget_tokens", "rpm", "tpm", "call_timeout",
           "run_timeout", "cache", "record", "replay", "history_path")
 
@@ -139,7 +142,8 @@ def _show(value: Any) -> str:
         return redact_url(value)  # a base URL's userinfo is a credential
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
-    return "-" if value is None else str(value)
+    # A prompt or a schema on one line, cut: the table is an overview, the config whole.
+    return "-" if value is None else one_line(str(value), _VALUE_WIDTH)
 
 
 def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
@@ -158,9 +162,16 @@ def config_table(config: SwarmConfig, session: dict[str, Any]) -> SmallTable:
     for key in _SHOWN:
         row = option_named(key)
         add(key, getattr(config, row.attr if row is not None else key))
-    for key in TOOL_CHOICE_KEYS:  # no config field: shown when the session set them
-        if key in session:
+    # Every other key the session set is shown too (judge, rubric, repeat, prompts...):
+    # a setting that takes effect is never hidden from the table.
+    for key in session:
+        row = option_named(key)
+        if key in _SHOWN or key == "prices" or (row is not None and row.role):
+            continue
+        if row is None or row.name in NOT_FIELDS:  # no config field (the MCP tool lists)
             add(key, session[key])
+        else:
+            add(key, getattr(config, row.attr))
     return SmallTable("swarm config for this session", ("key", "value", "set by"), rows,
                       "set with %swarm config key=value; key= unsets; flags override per cell")
 
