@@ -14,8 +14,19 @@ Two kinds of credential are removed:
   the config, and a key this process has read stays a secret for all of them.
 - credential forms, whose shape gives them away even when the value is unknown:
   ``Bearer <token>``, ``Basic <base64 of user:password>``, ``x-api-key: <token>`` (and
-  ``api-key``, ``api_key=``, ``access_token=``) and the userinfo of any URL
-  (``http://***@host/v1``).
+  ``api-key``, ``api_key=``, ``access_token=``), the userinfo of any URL
+  (``http://***@host/v1``), and the vendors' key shapes (``sk-...``, ``ghp_...``,
+  ``AKIA...``: ``swarmkit.credentials.keyshapes``).
+
+A form's token is removed when it looks like a credential rather than a word of prose or
+code (:func:`_secret_like`): a digit in it, or a length no word has, or (after
+``Bearer``) a capital inside it. ``Bearer authentication``, ``api_key = os.environ[...]``
+and ``api_key=YOUR_API_KEY`` are left as written: a false positive in an answer is a
+real cost too.
+
+Every reply goes through here, so the common case (nothing to remove) is two scans: the
+key shapes' expression, and the lower-cased text for the words every form holds;
+``benchmarks/scrub.py`` measures it against the scrub before the key shapes.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from dataclasses import replace
 from urllib.parse import quote
 
 from ..record.modelcall import ChatResponse
+from .keyshapes import KEY_SHAPES
 
 _SPACE = re.compile(r"\s+")
 
@@ -77,15 +89,18 @@ def _variants(value: str) -> set[str]:
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
-# A token as headers carry it. Only a credential-shaped one (with a digit) is removed, so
+# A token as headers carry it. Only a credential-shaped one is removed (_secret_like), so
 # that prose and code ("Bearer authentication", `api_key = os.environ[...]`) are left alone.
 _TOKEN = r"[A-Za-z0-9._~+/=-]{8,}"
 _BEARER = re.compile(rf"(?i)\b(bearer\s+)({_TOKEN})")
 _BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{6,}={0,2})")
 _HEADER = re.compile(
     r"(?i)\b((?:x-(?:goog-)?)?api[-_]?key|access[-_]?token|auth[-_]?token)"
-    r"""(["']?\s*[:=]\s*["']?)([^\s"',;&{}\[\]]{8,})"""
+    r"""(["']?\s*[:=]\s*["']?)([^\s"',;&{}\[\]]{4,})"""
 )
+# No English word, and no dotted name of code, is this long without a break.
+_LONG_TOKEN = 20
+_VARIABLE_NAME = re.compile(r"[A-Z_]+")
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@]+)@")
 _WORD = re.compile(r"\S+")
 
@@ -111,9 +126,23 @@ def _basic(match: re.Match[str], secrets: frozenset[str]) -> str:
     return match.group(0)
 
 
-def _shaped(match: re.Match[str], group: int) -> str:
-    token = match.group(group)
-    if not any(c.isdigit() for c in token):
+def _secret_like(token: str, *, inner_capital: bool) -> bool:
+    """Whether a form's token is a credential rather than a word or a name of code: a
+    digit in it, or 20 characters and no dot (``os.environ.get``) and not a variable's
+    name (``YOUR_API_KEY``), or, where ``inner_capital``, a capital after a small
+    letter (``Bearer abcXYZ...``)."""
+    if any(c.isdigit() for c in token):
+        return True
+    if _VARIABLE_NAME.fullmatch(token):  # api_key=YOUR_OPENAI_API_KEY_HERE: a name
+        return False
+    if len(token) >= _LONG_TOKEN and "." not in token:
+        return True
+    return inner_capital and any(c.isupper() and token[i - 1].islower()
+                                 for i, c in enumerate(token) if i)
+
+
+def _shaped(match: re.Match[str], group: int, *, inner_capital: bool = False) -> str:
+    if not _secret_like(match.group(group), inner_capital=inner_capital):
         return match.group(0)
     return match.group(0)[: match.start(group) - match.start()] + REDACTED
 
@@ -149,15 +178,17 @@ def scrub_line(text: str, limit: int) -> str:
     return one_line(scrub(text), limit)
 
 
-# Every credential form holds one of these: one scan of a text without any of them
-# stands for the four below.
-_FORM_WORDS = re.compile(r"(?i)bearer|basic|api|token|://")
+# Every credential form holds one of these, lower-cased: one scan of a text without any
+# of them stands for the four expressions below. The text is lower-cased for it, since a
+# case-insensitive alternation is several times slower to scan in `re`.
+_FORM_WORDS = re.compile(r"bearer|basic|api|token|://")
 
 
 def _forms(text: str, secrets: frozenset[str]) -> str:
-    if _FORM_WORDS.search(text) is None:
+    text = KEY_SHAPES.sub(REDACTED, text)
+    if _FORM_WORDS.search(text.lower()) is None:
         return text
-    text = _BEARER.sub(lambda m: _shaped(m, 2), text)
+    text = _BEARER.sub(lambda m: _shaped(m, 2, inner_capital=True), text)
     text = _BASIC.sub(lambda m: _basic(m, secrets), text)
     text = _HEADER.sub(lambda m: _shaped(m, 3), text)
     return _USERINFO.sub(r"\1***@", text)
@@ -214,7 +245,7 @@ class StreamScrubber:
         prefixes = sorted({f for s in self._secrets for f in _variants(s)})
         self._values = _Held([values] if values is not None else [], 0, prefixes)
         # A header form spans up to three words: ``api_key = "value"``.
-        self._forms = _Held([_BEARER, _BASIC, _HEADER, _USERINFO], 3, [])
+        self._forms = _Held([KEY_SHAPES, _BEARER, _BASIC, _HEADER, _USERINFO], 3, [])
 
     def _values_out(self, text: str) -> str:
         values = _patterns(self._secrets)
