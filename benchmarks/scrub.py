@@ -12,7 +12,7 @@ processes with only that tree's swarmkit on PYTHONPATH:
   and a streamed 5 KB answer through ``StreamScrubber`` in 40-character pieces, with a
   key remembered as a run remembers its own; microseconds per reply, median of rounds.
   Where detect-secrets is installed, its default plugins' ``scan_line`` over the same
-  replies is measured too (the kept rule set tried first: ``credentials/keyshapes.py``).
+  replies is measured too (the kept rule set tried first: ``credentials/vendorkeys.py``).
 - per call at scale (``--scale N``, default 10,000; 0 skips it): ``swarm_client.py
   --given-tasks`` (the client of ``run.py --scale``: N given tasks, no reducer) against
   one FakeServer process, CPU milliseconds per call of the whole client process.

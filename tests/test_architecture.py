@@ -285,7 +285,7 @@ def test_swarmkit_imports_its_own_modules_at_the_top() -> None:
 IMPORTS_BY_NAME: dict[str, str] = {
     "swarmkit/_imports.py": "lazy_exports and the moved paths' aliases: the one lazy seam",
     "swarmkit/cli/launch.py": "the command's module, so a Ctrl-C while it loads exits 130",
-    "swarmkit/cli/command.py": "--tools MODULE:NAME: the user's own module",
+    "swarmkit/cli/runargs.py": "--tools MODULE:NAME: the user's own module",
     "swarmkit/magics/commands.py": "a %swarm subcommand's module, loaded when it is first used",
 }
 

@@ -52,7 +52,7 @@ WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
              ("record/modelcall", "engine/modelcaller", "engine/budgetedcalls",
               "provider/sharedcalls", "store/callstore")),
     "replay": ("serving a run from its cassette, with no network",
-               ("store/replay", "export/replaycells")),
+               ("store/replay", "store/replayconfig", "export/replaycells")),
     "cassette": ("a run's calls as versioned JSON, for replay",
                  ("store/cassette", "store/cassettebuilder")),
     "display": ("what the user sees", ("display",)),

@@ -37,7 +37,7 @@ from ..record.rows import BatchRecord
 from ..record.runrecord import RunRecord
 from ..store import CallStore, Cassette
 from ..store.history import History
-from ..store.replayoptions import with_recorded_requests
+from ..store.replayconfig import with_recorded_requests
 from ..telemetry import span_sinks
 from ..tools import build_worker_loop
 from ..tools.standins import replay_worker_loop
@@ -144,7 +144,7 @@ async def create_engine(
     cassette = None
     if config is None and options.get("replay"):
         # A replay asks what the recording asked: its request-shaping options replace
-        # the SWARMKIT_* defaults; the keywords given here still win (replayoptions).
+        # the SWARMKIT_* defaults; the keywords given here still win (replayconfig).
         cassette = await asyncio.to_thread(Cassette.load, options["replay"])
         config = with_recorded_requests(cassette, SwarmConfig.from_env(env))
     config = SwarmConfig.from_options(config, env=env, **options)

@@ -8,7 +8,6 @@ finished workers are kept, in the history too, so ``jswarm resume RUN`` continue
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import re
 import sys
@@ -21,7 +20,6 @@ from .._version import __version__
 from ..api.entry import resumed_config
 from ..api.result import Run
 from ..config import SwarmConfig
-from ..config import options as option_table
 from ..config.flagnames import closest, name_the_flag, unknown_option
 from ..display import RunListing
 from ..errors import ConfigError, StoreError, SwarmError
@@ -29,7 +27,6 @@ from ..export.exporter import export_paths, export_run
 from ..export.notebookfile import existing
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
-from ..tools import Tool
 from .exitcodes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -39,9 +36,10 @@ from .exitcodes import (
     exit_codes_text,
 )
 from .resumehint import resume_command
+from .runargs import PRICE_FLAG, add_run_options, run_options, typed_flags
 from .terminal import CTRL_C, Interrupted, execute, exit_code, exit_now_if_stuck
 
-__all__ = ["import_tools", "main", "read_schema_file"]
+__all__ = ["main"]
 
 PROG = "jswarm"
 DEMO_TASK = "Give three practical tips for writing clear technical documentation."
@@ -49,6 +47,8 @@ DEMO_NOTE = ("Recorded by `jswarm demo` on the embedded local model (SmolLM2-135
              "served by llama.cpp): a 135M-parameter model, so expect modest answers.")
 # The magic's subcommands that errors from the shared layers name, in this command's words.
 _MAGIC_WORDS = re.compile(r"%swarm (history|show|resume|export)\b")
+# A missing price's fix, as the magic and Python spell it (engine.prices.require).
+_PRICE_HINT = re.compile(r"%swarm prices (\S+) IN OUT or prices=\[\([^]]*\)\]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,16 +81,7 @@ a list of them) in MODULE, imported from the current directory or the installed
 packages (e.g. --tools mytools:lookup,mytools:search).
 Ctrl-C cancels the run and keeps its finished workers: {PROG} resume RUN continues it.
 {exit_codes_text()}"""
-SCHEMA_FILE_FLAG = "--schema-file"
-SCHEMA_FILE_HELP = "a JSON schema file each worker's reply must match (typed outputs)"
-TOOLS_HELP = "tools for the workers: MODULE:NAME of @swarmkit.tool functions, comma-separated"
 HISTORY_HELP = "the SQLite history file (default .swarmkit/history.db, or $SWARMKIT_HISTORY)"
-
-
-def _plain(help_text: str) -> str:
-    """Help text as a terminal shows it: no reST markup, ``%`` escaped for argparse."""
-    text = re.sub(r":[a-z]+:`([^`]*)`", r"\1", help_text)
-    return re.sub(r"``([^`]*)``", r"\1", text).replace("%", "%%")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,21 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                   epilog=RUN_EPILOG, formatter_class=raw)
     run.add_argument("task", nargs="?", help="the task, or - to read it from stdin (with "
                      "--resume: the stored one when left out)")
-    for row in option_table.OPTIONS:
-        if not row.on("cli"):
-            continue
-        if row.kind == "bool":
-            run.add_argument(row.flag_name, dest=row.name, default=None,
-                             action=argparse.BooleanOptionalAction, help=_plain(row.help))
-        elif row.kind == "tools":
-            run.add_argument(row.flag_name, dest=row.name, metavar="MODULE:NAME,...",
-                             help=TOOLS_HELP)
-        elif row.kind == "schema":
-            run.add_argument(SCHEMA_FILE_FLAG, dest=row.name, metavar="PATH",
-                             help=SCHEMA_FILE_HELP)
-        else:
-            for flag, name, help_text in row.flags("cli"):
-                run.add_argument(flag, dest=name, metavar=row.metavar, help=_plain(help_text))
+    add_run_options(run)
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
     demo = command("demo", "a full swarm on the embedded local model, no key; writes a "
                    "notebook that replays it")
@@ -153,60 +130,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _flags(args: argparse.Namespace) -> dict[str, str]:
-    """Each option name the run's flags set (public and field name) -> the flag typed."""
-    flags: dict[str, str] = {}
-    for row in option_table.OPTIONS:
-        for flag, name, _ in row.flags("cli"):
-            if getattr(args, name, None) is not None:
-                flags.setdefault(name, flag)
-                flags.setdefault(row.attr if name == row.name else name, flag)
-    return flags
-
-
-def _run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options the command line set, by public name; ``tools`` imported."""
-    names = [name for row in option_table.OPTIONS if row.on("cli")
-             for name in (row.names() if "cli" in row.role_flags else (row.name,))]
-    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
-    if "tools" in options:
-        options["tools"] = import_tools(options["tools"])
-    if "output_type" in options:
-        options["output_type"] = read_schema_file(options["output_type"])
-    return options
-
-
-def read_schema_file(path: str) -> str:
-    """The text of ``--schema-file PATH`` (SwarmConfig checks it is a JSON schema)."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{SCHEMA_FILE_FLAG} {path}: cannot read it ({exc})") from None
-
-
-def import_tools(specs: str) -> list[Any]:
-    """``"mod:lookup,mod:search"`` -> the tools those names hold; a ConfigError for a
-    spec that is not ``MODULE:NAME``, cannot be imported, or is not a tool."""
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like `python -m`: the current directory's modules
-    chosen: list[Any] = []
-    for spec in [part.strip() for part in specs.split(",") if part.strip()] or [""]:
-        module_name, colon, name = spec.partition(":")
-        if not colon or not module_name or not name:
-            raise ConfigError(f"--tools takes MODULE:NAME, got {spec!r}")
-        try:
-            found = getattr(importlib.import_module(module_name), name)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"--tools {spec}: {exc}") from None
-        found = list(found) if isinstance(found, list | tuple) else [found]
-        for tool in found:
-            if not isinstance(tool, Tool):
-                raise ConfigError(f"--tools {spec}: is a {type(tool).__name__}, not a tool; "
-                                  "decorate the function with @swarmkit.tool")
-        chosen += found
-    return chosen
-
-
 def _finish(run: Run, cancelled: str | None, as_json: bool) -> int:
     sys.stdout.write(run.to_json() + "\n" if as_json else run.tables().text())
     code = exit_code(run, cancelled)
@@ -223,11 +146,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError("run: give the task (or - to read it from stdin), or --resume RUN "
                           "to continue an earlier run")
     task = sys.stdin.read() if args.task == "-" else args.task or ""
-    options = _run_options(args)
+    options = run_options(args)
     return _finish(*execute(task, options, sys.stderr), args.json)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.suffix != ".ipynb":  # checked before the demo runs, not after
+        raise ConfigError(f"demo: --out must be a .ipynb path, not {args.out!r} (e.g. "
+                          f"--out {out.with_suffix('.ipynb')})")
+    if not out.parent.is_dir():
+        raise ConfigError(f"demo: --out {args.out}: there is no folder {str(out.parent)!r}; "
+                          "create it first")
     if not args.force and (taken := existing(export_paths(args.out))):
         sys.stderr.write(f"{PROG}: not running the demo: {taken}; pass --force to "
                          "replace it, or --out OTHER.ipynb\n")
@@ -339,6 +269,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _say(message: str) -> str:
     """An error from the shared layers in this command's words."""
+    message = _PRICE_HINT.sub(rf"{PRICE_FLAG} \1 IN OUT", message)
     return _MAGIC_WORDS.sub(lambda m: f"{PROG} {m.group(1)}", message)
 
 
@@ -350,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _COMMANDS[args.command](args)
         except ConfigError as exc:
-            message = name_the_flag(str(exc), _flags(args)) if args.command == "run" else exc
+            message = name_the_flag(str(exc), typed_flags(args)) if args.command == "run" else exc
             sys.stderr.write(f"{PROG}: ConfigError: {_say(str(message))}\n")
             return EXIT_USAGE
         except SwarmError as exc:

@@ -245,8 +245,8 @@ OPTIONS: tuple[Option, ...] = (
        "or base URL set; what swarmkit sets)", on=""),
     _o("judge_seed", "int", "the judge's seed (what repeat i of a comparison sets: i)",
        on=""),
-    _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them",
-       on=""),
+    _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them "
+       "in a notebook", on="cli"),
 )
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
@@ -310,6 +310,8 @@ def _flags(row: Option, surface: Surface) -> str:
         return f"`{flags[0]} MODULE:NAME,...`"
     if surface == "cli" and row.kind == "schema":
         return "`--schema-file PATH` (a JSON schema)"
+    if surface == "cli" and row.kind == "prices":
+        return "`--price MODEL IN OUT` (repeatable)"
     return ", ".join(f"`{flag}`" for flag in flags)
 
 

@@ -285,8 +285,19 @@ class SwarmConfig:
     ) -> SwarmConfig:
         """Built-in defaults < ``defaults`` (a front end's own, e.g. the notebook's cache
         on) < ``SWARMKIT_*`` variables."""
-        options = {opt: env[var] for var, opt in env_options().items() if env.get(var)}
-        return cls().with_options(**{**(defaults or {}), **options})
+        variables = {var: opt for var, opt in env_options().items() if env.get(var)}
+        options = {opt: env[var] for var, opt in variables.items()}
+        try:
+            return cls().with_options(**{**(defaults or {}), **options})
+        except ConfigError as exc:
+            # Name the variable, not only the option: the user never typed the option.
+            for var, opt in variables.items():
+                try:
+                    cls().with_options(**{opt: env[var]})
+                except ConfigError as alone:
+                    raise ConfigError(f"${var}: {alone}; fix the variable or unset it"
+                                      ) from None
+            raise exc from None
 
     def with_options(self, **options: Any) -> SwarmConfig:
         """A copy with public option names applied; ``None`` values are ignored."""

@@ -16,7 +16,7 @@ Two kinds of credential are removed:
   ``Bearer <token>``, ``Basic <base64 of user:password>``, ``x-api-key: <token>`` (and
   ``api-key``, ``api_key=``, ``access_token=``), the userinfo of any URL
   (``http://***@host/v1``), and the vendors' key shapes (``sk-...``, ``ghp_...``,
-  ``AKIA...``: ``swarmkit.credentials.keyshapes``).
+  ``AKIA...``: ``swarmkit.credentials.vendorkeys``).
 
 A form's token is removed when it looks like a credential rather than a word of prose or
 code (:func:`_secret_like`): a digit in it, or a length no word has, or (after
@@ -42,7 +42,7 @@ from dataclasses import replace
 from urllib.parse import quote
 
 from ..record.modelcall import ChatResponse
-from .keyshapes import KEY_SHAPES
+from .vendorkeys import KEY_SHAPES
 
 _SPACE = re.compile(r"\s+")
 

@@ -25,7 +25,7 @@ from ..display import widget
 from ..engine.background import background_loop
 from ..errors import ConfigError, SwarmError
 from ..store.cassette import Cassette
-from ..store.replayoptions import with_recorded_requests
+from ..store.replayconfig import with_recorded_requests
 from ..store.writethread import writes_deferred
 from .bridge import SwarmHandle, summary_line
 from .commands import COMMANDS, commands_help, split_args
@@ -73,7 +73,7 @@ class SwarmMagics(Magics):
             replay = options.get("replay", base.replay)
             if replay:
                 # A replay cell asks what its recording asked, whatever this session's
-                # defaults; the cell's own flags still win (store.replayoptions).
+                # defaults; the cell's own flags still win (store.replayconfig).
                 base = with_recorded_requests(Cassette.load(str(replay)), base)
         except SwarmError as exc:
             raise usage_error(exc) from None

@@ -116,6 +116,7 @@ def test_a_row_put_on_every_surface_appears_on_every_surface(
     from dataclasses import replace
 
     from swarmkit.cli import command as cli
+    from swarmkit.cli.runargs import run_options
     from swarmkit.config import options as option_table
     from swarmkit.magics import flags as magic_options
     from swarmkit.magics.commands import check_config_key
@@ -132,7 +133,7 @@ def test_a_row_put_on_every_surface_appears_on_every_surface(
     assert "one call's time limit" in magic_options.build_parser(flags).format_help()
     check_config_key("call_timeout", "%swarm config")  # accepted
     args = cli._parser().parse_args(["run", "task", "--call-timeout", "7"])
-    assert cli._run_options(args) == {"call_timeout": "7"}
+    assert run_options(args) == {"call_timeout": "7"}
     assert "| `call_timeout` | `--call-timeout` | `--call-timeout` | - | one call's time limit |" \
         in option_table.markdown_table()
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from swarmkit.cli.command import _parser, _run_options
+from swarmkit.cli.command import _parser
+from swarmkit.cli.runargs import run_options
 from swarmkit.config.options import config_keys, markdown_table, option_named
 from swarmkit.config.swarmconfig import JUDGE_MAX_TOKENS, SwarmConfig
 from swarmkit.engine.budgetedcalls import build_request
@@ -82,7 +83,7 @@ def test_the_options_are_keys_flags_and_readme_rows() -> None:
                                    "repeat": "3"}
     cli = _parser().parse_args(["run", "a task", "--judge", "gpt-4.1", "--judge-base-url",
                                 "http://127.0.0.1:10/v1", "--judge-api-key-env", "K"])
-    options = _run_options(cli)
+    options = run_options(cli)
     assert (options["judge"], options["judge_base_url"], options["judge_api_key_env"]) == (
         "gpt-4.1", "http://127.0.0.1:10/v1", "K")
 
