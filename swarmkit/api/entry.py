@@ -182,6 +182,8 @@ async def create_engine(
 
     adopted = await asyncio.to_thread(stored_batches, config)
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
+    if store.history_off is not None:  # the run goes ahead, and its record says so
+        config = replace(config, history=False, cache=False)
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,

@@ -8,8 +8,10 @@ finished workers are kept, in the history too, so ``jswarm resume RUN`` continue
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -47,6 +49,8 @@ DEMO_NOTE = ("Recorded by `jswarm demo` on the embedded local model (SmolLM2-135
              "served by llama.cpp): a 135M-parameter model, so expect modest answers.")
 # The magic's subcommands that errors from the shared layers name, in this command's words.
 _MAGIC_WORDS = re.compile(r"%swarm (history|show|resume|export)\b")
+# A damaged history's fix, as Python spells it (store.database, store.history).
+_RESET_HINT = re.compile(r"swarmkit\.store\.History\.reset\('([^']*)'\)")
 # A missing price's fix, as the magic and Python spell it (engine.prices.require).
 _PRICE_HINT = re.compile(r"%swarm prices (\S+) IN OUT or prices=\[\([^]]*\)\]")
 
@@ -109,9 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--force", action="store_true",
                       help="replace the notebook and cassette if they exist")
     demo.add_argument("--workers", default=4, help="most sub-tasks the planner may create")
-    history = command("history", "list the most recent runs, newest first")
+    history = command("history", "list the most recent runs, newest first (--reset: move "
+                      "a damaged history aside)")
     history.add_argument("count", nargs="?", type=int, default=10, metavar="N",
                          help="how many runs to list (default 10)")
+    history.add_argument("--reset", action="store_true",
+                         help="move the history file aside (renamed, never deleted); the "
+                              "next run starts a new one")
     show = command("show", "show a run from the history: its tables and answer")
     show.add_argument("run", metavar="RUN", help="a run id, or its first characters")
     resume = command("resume", "continue a run that did not finish: only the missing "
@@ -195,6 +203,14 @@ def _history_config(args: argparse.Namespace) -> SwarmConfig:
 
 def _cmd_history(args: argparse.Namespace) -> int:
     path = _history_config(args).history_file()
+    if args.reset:
+        if not path.exists():
+            sys.stdout.write(f"no history at {path}; nothing to move\n")
+            return EXIT_OK
+        moved = History.reset(path)
+        sys.stdout.write(f"moved {path} aside to {moved}; the next run starts a new "
+                         "history\n")
+        return EXIT_OK
     if args.count < 1:
         raise ConfigError(f"history: N must be at least 1, got {args.count}")
     if not path.is_file():
@@ -268,14 +284,33 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _say(message: str) -> str:
-    """An error from the shared layers in this command's words."""
+    """An error (or a warning) from the shared layers in this command's words."""
     message = _PRICE_HINT.sub(rf"{PRICE_FLAG} \1 IN OUT", message)
+    message = _RESET_HINT.sub(lambda m: _reset_words(m.group(1)), message)
     return _MAGIC_WORDS.sub(lambda m: f"{PROG} {m.group(1)}", message)
+
+
+def _reset_words(path: str) -> str:
+    """``jswarm history --reset`` for the history at ``path`` (its path when it is not
+    the one the command uses by default)."""
+    default = SwarmConfig.from_env(os.environ).history_file().absolute()
+    given = "" if Path(path).absolute() == default else f" --history-path {shlex.quote(path)}"
+    return f"{PROG} history --reset{given}"
+
+
+class _TerminalWords(logging.Filter):
+    """swarmkit's warnings while the command runs, in this command's words too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = _say(record.getMessage()), None
+        return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; returns its exit status (see ``EXIT_CODES``)."""
     CTRL_C.install()
+    words = _TerminalWords()
+    logging.getLogger("swarmkit").addFilter(words)
     try:
         args = _parse(argv)
         try:
@@ -292,5 +327,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_now_if_stuck()
         return EXIT_INTERRUPTED
     finally:
+        logging.getLogger("swarmkit").removeFilter(words)
         CTRL_C.restore()
 

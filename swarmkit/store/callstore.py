@@ -78,6 +78,8 @@ class CallStore:
         self.secrets = dict(secrets or {})
         self.sinks: list[Sink] = [recorder] if recorder is not None else []
         self.error: SwarmError | None = None
+        # Why the run has no history although its config asked for one (from_config).
+        self.history_off: StoreError | None = None
         self._history: History | None = None
         self._seen: Counter[str] = Counter()
         self._tools_seen: Counter[tuple[str, int, str, str]] = Counter()
@@ -102,7 +104,16 @@ class CallStore:
             remember_recording(player.cassette)
             return cls(player=player)
         secrets = secret_values(config, env)
-        history = History(config.history_file()) if config.history or config.cache else None
+        history, history_off = None, None
+        if config.history or config.cache:
+            try:
+                history = History(config.history_file())
+            except StoreError as exc:
+                # History is a record, never a reason to fail a run (a damaged or
+                # unreadable file): the run goes ahead without it, and says so once.
+                log.warning("swarmkit: the history is off for this run: %s", exc)
+                config = replace(config, history=False, cache=False)
+                history_off = exc
         try:
             store = cls(
                 None,
@@ -114,6 +125,7 @@ class CallStore:
                 secrets=secrets,
             )
             store._history = history
+            store.history_off = history_off
             # Always recorded (in memory), so any finished run can be exported afterwards.
             store.recorder = CassetteBuilder(
                 lambda cassette: store._keep(cassette, config.record, keep=config.history)
