@@ -22,6 +22,7 @@ def test_quick_benchmark_prints_the_ratio_rows() -> None:
         capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "stdin closed" not in done.stderr  # its fake servers stop quietly when told to
     out = done.stdout
     for row in ("ratio (c)/(b) N=10 C=5:", "ratio (c)/(a) N=10 C=5:", "ratio (d)/(c) N=10 C=5:"):
         assert row in out, out
@@ -98,3 +99,17 @@ def test_quick_embedded_benchmark_prints_the_table_and_both_ratios() -> None:
                 "ratio (c)/(b) swarmkit on 8 slots / llama-cpp-python one-slot server:",
                 "server peak RSS (VmHWM): xllamacpp 8 slots"):
         assert row in out, out
+
+
+@pytest.mark.slow  # four fresh processes and a FakeServer: about 10 s
+def test_quick_scrub_benchmark_prints_each_reply_and_the_per_call_ratio() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "scrub.py"), "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for reply in ("worker reply (FakeServer)", "answer 5 KB, Markdown", "code answer 2 KB",
+                  "streamed 5 KB (40-char pieces)"):
+        assert reply in out, out
+    assert "ratio now / d726c9e: CPU per call" in out, out

@@ -22,6 +22,7 @@ from ..config.swarmconfig import (
     RoleConfig,
     SwarmConfig,
 )
+from ..config.wording import kind_of
 from ..engine.background import run_blocking
 from ..engine.budget import Budget
 from ..engine.engine import Engine, resumed_task
@@ -260,8 +261,8 @@ def plan_of(source: Planned | str, history_path: str | os.PathLike[str] | None =
         with History(history_path) as history:
             source = history.load_run(source)
     if not isinstance(source, Planned) or not all(isinstance(t, str) for t in source.plan):
-        raise ConfigError("plan_from takes a Run, a dry run's result or a run id, not a "
-                          f"{type(source).__name__}")
+        raise ConfigError("plan_from takes a Run, a dry run's result or a run id, not "
+                          f"{kind_of(source)}")
     if not source.plan:
         raise ConfigError(f"plan_from: run {source.run_id} has no plan (its planner failed); "
                           "pick a run that has workers")
@@ -293,7 +294,7 @@ def _resumed(config: SwarmConfig, source: RunRecord | str, task: str | None
     with History(config.history_file()) as history:
         past = history.load_run(source) if isinstance(source, str) else source
     if not isinstance(past, RunRecord):
-        raise ConfigError(f"resume takes a Run or a run id, not a {type(past).__name__}")
+        raise ConfigError(f"resume takes a Run or a run id, not {kind_of(past)}")
     check_resumable(past)
     stored = resumed_task(past.run_id, past.task, task)
     return replace(config.with_options(tasks=past.plan, cache=True), resume=past.run_id), stored

@@ -23,6 +23,7 @@ from ..api.entry import resumed_config
 from ..api.result import Run
 from ..config import SwarmConfig
 from ..config.flagnames import closest, name_the_flag, unknown_option
+from ..config.wording import counted
 from ..display import RunListing
 from ..errors import ConfigError, StoreError, SwarmError
 from ..export.exporter import export_paths, export_run
@@ -185,6 +186,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "temperature": 0.2,
         "seed": 7,
     }
+    sys.stdout.write(f"task: {DEMO_TASK}\n\n")  # the tables below answer it
     run, cancelled = execute(DEMO_TASK, options, sys.stderr)
     code = _finish(run, cancelled, as_json=False)
     if run.status in ("completed", "partial"):
@@ -248,8 +250,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     config = resumed_config(replace(config, history_path=trusted.history_path), past,
                             past.task)
-    sys.stderr.write(f"{PROG} resume: run {past.run_id} ({past.status}, {len(past.plan)} "
-                     f"sub-tasks); {rerun_endpoints(config)}\n")
+    sys.stderr.write(f"{PROG} resume: run {past.run_id} ({past.status}, "
+                     f"{counted(len(past.plan), 'sub-task')}); {rerun_endpoints(config)}\n")
     return _finish(*execute(past.task, {"config": config}, sys.stderr), args.json)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..config import options as option_table
 from ..config.outputschema import canonical_schema
+from ..config.wording import kind_of
 from ..engine.prices import PriceTable
 from ..errors import ConfigError
 from ..tools import Tool
@@ -131,7 +132,7 @@ def import_tools(specs: str) -> list[Any]:
         found = list(found) if isinstance(found, list | tuple) else [found]
         for tool in found:
             if not isinstance(tool, Tool):
-                raise ConfigError(f"--tools {spec}: is a {type(tool).__name__}, not a tool; "
+                raise ConfigError(f"--tools {spec}: is {kind_of(tool)}, not a tool; "
                                   "decorate the function with @swarmkit.tool")
         chosen += found
     return chosen

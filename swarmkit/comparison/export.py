@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config.wording import counted
 from ..display.tablefmt import format_cost, format_tokens
 from ..display.tables import RunTables
 from ..errors import ExportError
@@ -243,7 +244,7 @@ def comparison_header(
                    f"{percentile(latencies, 95):.2f}s ({len(latencies)} live)")
         per.append(
             f"| {md_text(label)} | {models_text(config)} | {md_text(run.status)}; "
-            f"{len(run.workers)} workers ({counts or 'none'}) | {len(run.calls)} | "
+            f"{counted(len(run.workers), 'worker')} ({counts or 'none'}) | {len(run.calls)} | "
             f"{format_tokens(run.usage.prompt_tokens)} / "
             f"{format_tokens(run.usage.completion_tokens)} | {format_cost(run.cost_usd)} | "
             f"{run.duration:.2f}s | {latency} |")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from ..config.wording import counted
 from ..display.rendered import Rendered
 from ..display.tablefmt import render_table
 from ..display.theme import COLOURS, STYLE
@@ -101,14 +102,13 @@ class ScoresView(Rendered):
                  "</tr></thead><tbody>"]
         for name, group in self.by_name.items():
             counts = {s.repeats for s in group}
-            each = (f" · {counts.pop()} repeat{'s' if group[0].repeats != 1 else ''}"
-                    if len(counts) == 1 else "")
+            each = f" · {counted(counts.pop(), 'repeat')}" if len(counts) == 1 else ""
             lines.append(f'<tr class="sk-score-name"><th colspan="3">{html.escape(name)}'
                          f'<span class="sk-note">{each}</span></th></tr>')
             for summary in group:
                 won = self.winners[name] == summary.variant
                 mark = f' <span class="sk-winner-mark">{WINNER_MARK}</span>' if won else ""
-                own = "" if each else f" ({summary.repeats} repeats)"
+                own = "" if each else f" ({counted(summary.repeats, 'repeat')})"
                 missed = (f' <span class="sk-note">({summary.errors} not scored)</span>'
                           if summary.errors else "")
                 mean = _figure(summary.mean) + (

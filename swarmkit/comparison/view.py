@@ -18,6 +18,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..display.drilldown import cut
 from ..display.failures import failure_of, failure_statuses
@@ -194,7 +195,7 @@ class ComparisonView(Rendered):
             parts += [self.scores.text(), ""]
         if self.same_plan:
             parts += self._plan_text(0, f"same plan for every variant "
-                                        f"({len(self.runs[0].plan)} sub-tasks)"
+                                        f"({counted(len(self.runs[0].plan), 'sub-task')})"
                                      if self.runs[0].plan else "plan")
         else:
             for i in range(len(self.runs)):
@@ -243,7 +244,7 @@ class ComparisonView(Rendered):
                          + self._plan_html(0, f"same plan for every variant: {len(plan)} "
                                               "sub-tasks", opened=False) + "</div>")
         else:
-            cells += [self._plan_html(i, f"plan: {len(self.runs[i].plan)} sub-tasks"
+            cells += [self._plan_html(i, f"plan: {counted(len(self.runs[i].plan), 'sub-task')}"
                                          f"{self._plan_change(i)}", opened=True)
                       for i in range(n)]
         cells += [self._answer_html(i) for i in range(n)]

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .template import fill, placeholders
+from .wording import kind_of
 
 __all__ = ["MAX_GIVEN_TASKS", "MAX_TASK_CHARS", "given_tasks"]
 
@@ -73,7 +74,7 @@ def _strings(values: Sequence[Any], what: str) -> tuple[str, ...]:
     for index, value in enumerate(values):
         if not isinstance(value, str):
             raise ConfigError(
-                f"tasks must be strings, but {what} {index} is a {type(value).__name__} "
+                f"tasks must be strings, but {what} {index} is {kind_of(value)} "
                 f"({_short(value)}); convert it with str() or use a DataFrame with task_template"
             )
         if not value.strip():
@@ -103,8 +104,8 @@ def given_tasks(value: Any, template: str | None = None) -> tuple[str, ...]:
     else:
         if template is not None:
             raise ConfigError(
-                "task_template fills a DataFrame's rows, but tasks is a "
-                f"{type(value).__name__}; drop task_template or pass a DataFrame"
+                "task_template fills a DataFrame's rows, but tasks is "
+                f"{kind_of(value)}; drop task_template or pass a DataFrame"
             )
         if _is_series(value):
             tasks = _strings(value.tolist(), "item")
@@ -113,7 +114,7 @@ def given_tasks(value: Any, template: str | None = None) -> tuple[str, ...]:
         else:
             raise ConfigError(
                 f"tasks must be a list of strings, a pandas Series or a DataFrame with "
-                f"task_template, not a {type(value).__name__}"
+                f"task_template, not {kind_of(value)}"
             )
     if not tasks:
         raise ConfigError("tasks is empty: give at least one sub-task, or drop tasks to "

@@ -19,6 +19,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config.wording import counted
 from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
 from ..record.rows import reducer_part_of_step
@@ -164,7 +165,7 @@ def reducer_input(
     """The messages the reducer was sent (``inputs``: index, sub-task, output), expandable."""
     body = "".join(f"<div><i>{_esc(m['role'])}</i>{_pre(m['content'], limit, where)}</div>"
                    for m in reducer_messages(prompt, task, inputs))
-    return details(f"reducer's input ({len(inputs)} workers)",
+    return details(f"reducer's input ({counted(len(inputs), 'worker')})",
                    f'<div class="sk-drill">{body}</div>', css="sk-reducer")
 
 

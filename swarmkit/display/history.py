@@ -17,6 +17,7 @@ try:  # wraps by display width (wide characters take two columns)
 except ImportError:  # pragma: no cover - an old wcwidth, or none: wrap by characters
     from textwrap import wrap
 
+from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..record.runrecord import RunRecord
 from ..store.history import RunSummary
@@ -83,7 +84,9 @@ class RunListing(_Sections):
 
     def title(self) -> str:
         where = f" in {self.source}" if self.source else ""
-        return f"{len(self.runs)} recent runs{where}" if self.runs else f"no runs yet{where}"
+        if not self.runs:
+            return f"no runs yet{where}"
+        return f"{counted(len(self.runs), 'recent run')}{where}"
 
     def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
         if not self.runs:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..record.usage import Usage
 from .livestate import LiveState
@@ -68,7 +69,7 @@ def _cut(state: LiveState) -> str:
 def _spend(usage: Usage, tools: int | None = None) -> str:
     spent = (f"tokens {format_tokens(usage.prompt_tokens)} in / "
              f"{format_tokens(usage.completion_tokens)} out · cost {format_cost(usage.cost)}")
-    return spent if tools is None else f"{spent} · {tools} tool calls"
+    return spent if tools is None else f"{spent} · {counted(tools, 'tool call')}"
 
 
 def lane_scores(state: LiveState) -> str:

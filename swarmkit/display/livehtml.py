@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 
+from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..engine.reducer import reducer_text
 from ..engine.worker import worker_messages
@@ -86,7 +87,8 @@ def _header(state: LiveState) -> str:
         f"<br>{model_text} · concurrency {limits}",
         *(f'<br><span class="sk-note">{_esc(notice)}</span>'
           for notice in (state.auto_notice, state.judge_notice) if notice),
-        f"<br>{state.calls} calls{cut} · tokens {format_tokens(state.prompt_tokens)} in / "
+        f"<br>{counted(state.calls, 'call')}{cut} · tokens "
+        f"{format_tokens(state.prompt_tokens)} in / "
         f"{format_tokens(state.completion_tokens)} out · cost {cost}",
     ]
     if state.resumed_from:
@@ -136,7 +138,8 @@ def _plan(state: LiveState) -> str:
         raw = details(f"planner's raw reply ({len(state.plan_raw):,} characters)",
                       f"<pre>{_esc(cut(state.plan_raw, _LIVE_OUTPUT_CHARS, where))}</pre>",
                       css="sk-planner")
-    return (f'{_OPEN}<details><summary>plan: {len(state.plan)} sub-tasks{cut_note}'
+    planned = counted(len(state.plan), "sub-task")
+    return (f'{_OPEN}<details><summary>plan: {planned}{cut_note}'
             f'</summary><ol style="margin:2px 0">{items}{more_note}</ol></details>{raw}</div>')
 
 
@@ -197,7 +200,7 @@ def _workers(state: LiveState) -> str:
                       w.attempts, w.shown_retries, format_tokens(w.prompt_tokens),
                       format_tokens(w.completion_tokens), format_cost(w.cost), latency,
                       w.tools))
-    title = f"<b>{total} workers</b>: {_esc(summary)}{shown}"
+    title = f"<b>{counted(total, 'worker')}</b>: {_esc(summary)}{shown}"
     return _table(title, _WORKER_HEAD, cells, [row_class(w.status) for w in rows])
 
 
@@ -247,9 +250,9 @@ def _reducer(state: LiveState) -> str:
     text = "".join(state.reducer_text)
     if len(text) > MAX_REDUCER_CHARS:
         text = "…" + text[-MAX_REDUCER_CHARS:]
-    inputs = f" (merging {state.reducer_inputs} workers)" if state.reducer_inputs else ""
+    inputs = f" (merging {counted(state.reducer_inputs, 'worker')})" if state.reducer_inputs else ""
     if state.reducer_parts:
-        inputs = f" (merging {state.reducer_inputs} workers in {_parts(state)})"
+        inputs = f" (merging {counted(state.reducer_inputs, 'worker')} in {_parts(state)})"
     return (f'{_OPEN}<b>reducer</b>{inputs}{_reducer_input(state)}{_reducer_cut(state)}'
             '<div style="white-space:pre-wrap;'
             f"max-height:320px;overflow:auto;border-left:3px solid {COLOURS['rule'].css};"

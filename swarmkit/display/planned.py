@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from ..config.wording import counted
+
 if TYPE_CHECKING:
     from ..record.runrecord import RunRecord
 
@@ -30,7 +32,7 @@ def planned_lines(run: RunRecord) -> list[str]:
     """The text section (heading, one line per sub-task, the next step), or none."""
     if not _is_planned(run):
         return []
-    return [f"plan ({len(run.plan)} sub-tasks)",
+    return [f"plan ({counted(len(run.plan), 'sub-task')})",
             *(f"{i}. {task}" for i, task in enumerate(run.plan, start=1)), _next_step(run), ""]
 
 
@@ -39,5 +41,5 @@ def planned_html(run: RunRecord) -> str:
     if not _is_planned(run):
         return ""
     items = "".join(f"<li>{html.escape(task)}</li>" for task in run.plan)
-    return (f"<p><b>plan ({len(run.plan)} sub-tasks)</b></p>\n<ol>{items}</ol>\n"
+    return (f"<p><b>plan ({counted(len(run.plan), 'sub-task')})</b></p>\n<ol>{items}</ol>\n"
             f'<p class="sk-note">{html.escape(_next_step(run))}</p>')

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..config.automodel import auto_notice, judge_notice
 from ..config.outputschema import schema_fields
+from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..record.rows import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
@@ -166,8 +167,9 @@ class RunTables(Rendered):
             cached_note = f" (resumed: {cached:,} from history, run {run.config['resume']})"
         cut = f" · {self.cut_calls:,} {CUT_MARK}" if self.cut_calls else ""
         return (
-            f"run {run.run_id} · {run.status} · {len(run.workers)} workers ({counts or 'none'})"
-            f"{_batch_note(run)} · {len(run.calls)} calls{cached_note}{cut} · tokens "
+            f"run {run.run_id} · {run.status} · {counted(len(run.workers), 'worker')} "
+            f"({counts or 'none'})"
+            f"{_batch_note(run)} · {counted(len(run.calls), 'call')}{cached_note}{cut} · tokens "
             f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
             f" out · cost {format_cost(usage.cost)} · {run.duration:.2f}s"
         )

@@ -26,6 +26,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..config.wording import counted
 from ..record.rows import reducer_part_of_step, worker_of_step
 from .theme import COLOURS as _THEME
 
@@ -246,7 +247,7 @@ def timeline_svg(run: RunRecord) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
         'fill="currentColor" class="swarmkit-timeline">',
-        f"<title>timeline of run {_esc(run.run_id)}: {len(run.calls)} calls</title>",
+        f"<title>timeline of run {_esc(run.run_id)}: {counted(len(run.calls), 'call')}</title>",
         *_legend(note),
     ]
     # the time axis: grid lines through the lanes, labels under them

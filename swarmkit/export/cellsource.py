@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from ..config.options import OPTIONS, ROLE_FIELDS, UNSET_VALUES
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..config.template import interpolation_changes
+from ..config.wording import counted
 from ..display.tablefmt import format_cost, format_tokens
 from ..errors import ExportError
 
@@ -313,8 +314,10 @@ def header_markdown(
         ("task", md_text(run.task)),
         ("models", models_text(config)),
         ("recorded", f"{md_text(run.started_at.replace('T', ' '))} (run {md_code(run.run_id)})"),
-        ("outcome", f"{md_text(run.status)}; {len(run.workers)} workers ({counts or 'none'})"),
-        ("calls", f"{len(run.calls)} model calls, {len(run.tool_calls)} tool calls"),
+        ("outcome", f"{md_text(run.status)}; {counted(len(run.workers), 'worker')} "
+                    f"({counts or 'none'})"),
+        ("calls", f"{counted(len(run.calls), 'model call')}, "
+                  f"{counted(len(run.tool_calls), 'tool call')}"),
         ("tokens", f"{format_tokens(usage.prompt_tokens)} in / "
                    f"{format_tokens(usage.completion_tokens)} out"),
         ("cost", format_cost(run.cost_usd)),

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config.wording import kind_of
 from ..engine.scoring import Check
 from .cellsource import is_literal
 
@@ -103,14 +104,14 @@ def _global_lines(function: types.FunctionType, seen: set[str]
         elif is_literal(value) and len(repr(value)) <= _LITERAL_CHARS:
             lines.append(f"{name} = {value!r}")
         else:
-            return [], f"it uses {name}, a {type(value).__name__} with no literal to write"
+            return [], f"it uses {name}, {kind_of(value)} with no literal to write"
     return lines, None
 
 
 def _definition(function: Any, seen: set[str] | None = None) -> tuple[list[str], str | None]:
     """``function``'s ``def`` and what it needs, as lines; or why there is none."""
     if not isinstance(function, types.FunctionType):
-        return [], f"a {type(function).__name__}, not a def"
+        return [], f"{kind_of(function)}, not a def"
     if function.__name__ == "<lambda>":
         return [], "a lambda: define it with def to export it"
     try:

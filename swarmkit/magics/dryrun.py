@@ -16,6 +16,7 @@ from typing import Any
 from ..api.entry import create_engine
 from ..comparison.variants import Variant
 from ..config.swarmconfig import SwarmConfig
+from ..config.wording import counted
 from ..display.tablefmt import format_cost, format_tokens
 from ..engine.engine import Engine
 from ..engine.estimate import Estimate, RoleEstimate
@@ -58,7 +59,7 @@ class DryRun(Estimate):
                  "OUT"] if unpriced else []
         note = "\n".join([*notes, *([self.next_step()] if self.run_id else [])])
         return SmallTable(
-            f"dry run: {len(self.plan)} workers planned",
+            f"dry run: {counted(len(self.plan), 'worker')} planned",
             ("role", "model", "calls", "tokens", "cost", ""), rows, note,
         )
 
@@ -119,7 +120,7 @@ class CompareDryRun:
                 if unpriced else "")
         return SmallTable(
             f"dry run: {len(self.labels)} variants, "
-            f"{sum(len(e.plan) for e in self.estimates)} workers planned",
+            f"{counted(sum(len(e.plan) for e in self.estimates), 'worker')} planned",
             ("variant", "workers", "planner spent", "at most"), rows, note)
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from ..comparison.variants import MAX_VARIANTS
 from ..config import options as option_table
 from ..config.flagnames import name_the_flag as shared_name_the_flag
 from ..config.flagnames import unknown_option
+from ..config.wording import kind_of
 from ..engine.scoring import Check
 from ..errors import ConfigError
 from .tools import resolve_tools
@@ -135,7 +136,7 @@ def _checks(value: str, namespace: Mapping[str, Any]) -> list[Check]:
     for name in names:
         found = namespace.get(name) if name.isidentifier() else None
         if found is None or not (isinstance(found, Check) or callable(found)):
-            what = "no such name" if found is None else f"a {type(found).__name__}"
+            what = "no such name" if found is None else f"{kind_of(found)}"
             raise UsageError(
                 f"%%swarm: --check {name}: {what} in the notebook; define a function "
                 f"def {name if name.isidentifier() else 'check'}(answer): ... or "
@@ -155,7 +156,7 @@ def _rubric(value: str, namespace: Mapping[str, Any]) -> str:
     found = namespace.get(name) if name.isidentifier() else None
     if not isinstance(found, str) or not found.strip():
         what = ("no such name" if found is None else
-                "an empty text" if isinstance(found, str) else f"a {type(found).__name__}")
+                "an empty text" if isinstance(found, str) else f"{kind_of(found)}")
         raise UsageError(f"%%swarm: --rubric {value}: {what} in the notebook; define "
                          f"{name if name.isidentifier() else 'rubric'} = 'what a good answer "
                          "does' first")
@@ -169,7 +170,7 @@ def _earlier_run(name: str, namespace: Mapping[str, Any]) -> Any:
         return value  # a Run, or a --dry-run's result
     if value is not None:
         raise UsageError(
-            f"%%swarm: --plan-from {name} is a {type(value).__name__}, not a Run or a dry "
+            f"%%swarm: --plan-from {name} is {kind_of(value)}, not a Run or a dry "
             "run; name one (e.g. _swarm or an --out variable) or a run id from %swarm "
             "history"
         )

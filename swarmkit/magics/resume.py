@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..api.entry import check_resumable, resumed_config
+from ..config.wording import counted
 from ..errors import ConfigError, StoreError
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
@@ -80,6 +81,6 @@ def resume_command(magics: Session, argv: list[str]) -> None:
     except (StoreError, ConfigError) as exc:
         raise usage_error(exc, WHERE) from None
     check_keys(config, os.environ)
-    print(f"{WHERE}: run {past.run_id} ({past.status}, {len(past.plan)} sub-tasks); "
+    print(f"{WHERE}: run {past.run_id} ({past.status}, {counted(len(past.plan), 'sub-task')}); "
           f"{rerun_endpoints(config)}")
     magics.run_in_cell(past.task, config, (LAST_RUN, *([args.out] if args.out else [])))

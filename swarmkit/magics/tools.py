@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..config.options import TOOL_CHOICE_KEYS
+from ..config.wording import counted, kind_of
 from ..errors import ConfigError, MCPError
 from ..tools import Tool, mcp_registry, parse_mcp_add, session_tools
 from ..tools.registry import choose_tools
@@ -46,7 +47,7 @@ def resolve_tools(value: str, namespace: Mapping[str, Any]) -> list[Tool]:
             )
         if not isinstance(found, Tool):
             raise UsageError(
-                f"%%swarm: --tools {name}: is a {type(found).__name__}, not a tool; "
+                f"%%swarm: --tools {name}: is {kind_of(found)}, not a tool; "
                 "decorate the function with @swarmkit.tool"
             )
         chosen.append(found)
@@ -101,7 +102,8 @@ def _added_table(server: Any) -> SmallTable:
     held = [t.name for t in server.listed if t not in server.tools]
     offered = (f"offered to every %%swarm cell; not offered: {', '.join(held)}" if held else
                "all its tools, offered to every %%swarm cell (--tools A,B offers only some)")
-    return SmallTable(f"MCP server {server.name}: {len(rows)} tools", ("tool", "description"),
+    return SmallTable(f"MCP server {server.name}: {counted(len(rows), 'tool')}",
+                      ("tool", "description"),
                       rows, f"{offered}; %swarm mcp remove {server.name} withdraws them")
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["HINT_DOWN", "RETRYABLE_STATUS", "Advice", "advice", "http_hint"]
+__all__ = ["HINT_DOWN", "HINT_REFUSED", "RETRYABLE_STATUS", "Advice", "advice", "http_hint"]
 
 # Worth another attempt besides every 5xx: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 HINT_DOWN = "the server may be down or overloaded; try again later"
+HINT_REFUSED = ("nothing listens at that address: check the base URL, or start the server "
+                "first")
 
 
 @dataclass(frozen=True, slots=True)

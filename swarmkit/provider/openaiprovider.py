@@ -14,6 +14,7 @@ are scrubbed here too (``swarmkit.credentials.scrub``), see :meth:`OpenAIProvide
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import math
 import random
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..config.swarmconfig import RoleConfig, SwarmConfig
+from ..config.wording import counted
 from ..credentials.scrub import StreamScrubber, one_line, scrub, scrub_reply
 from ..errors import ProviderError, ResponseFormatUnsupported
 from ..record.events import CallRetried, CallStarted, Event, RateLimitWait
@@ -37,7 +39,7 @@ from .decode import (
     response_text,
     retry_after_seconds,
 )
-from .hints import HINT_DOWN, RETRYABLE_STATUS, http_hint
+from .hints import HINT_DOWN, HINT_REFUSED, RETRYABLE_STATUS, http_hint
 from .ratelimits import RateLimits
 
 __all__ = ["OpenAIProvider"]
@@ -153,7 +155,7 @@ class OpenAIProvider:
         """The error the caller sees: what happened, how often, and what to do."""
         message = str(exc)
         if exc.retryable:
-            message += f" (gave up after {attempts} attempts)"
+            message += f" (gave up after {counted(attempts, 'attempt')})"
         hint = exc.hint if isinstance(exc, _AttemptError) else ""
         if hint:
             message += f"; {hint.format(key_env=endpoint.key_env)}"
@@ -206,6 +208,9 @@ class OpenAIProvider:
                     f"no answer from {endpoint.host} within {self.config.call_timeout:g}s",
                     hint=HINT_DOWN, retryable=True,
                 ) from None
+            if _refused(exc):  # nothing listens there: a wrong URL, or a server not up
+                raise _AttemptError(f"connection refused by {endpoint.host}", hint=HINT_REFUSED,
+                                    retryable=True) from None
             # The aiohttp transport reports a dropped connection as a connect timeout;
             # the exception it wraps says what really happened.
             message = getattr(root, "message", None)  # aiohttp's, without its pseudo-status
@@ -358,6 +363,23 @@ def _deliver(on_delta: Callable[[str], None], text: str) -> None:
 
 # aiohttp's exceptions quote others as <ContentLengthError: 400, message='...'>.
 _AIOHTTP_REPR = re.compile(r"<\w+: \d+, message='([^']*)'>")
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the connection was refused (ECONNREFUSED), anywhere in the chain the SDK
+    and its transport wrap it in."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain is short; a cycle must not hang the call
+        if seen is None:
+            return False
+        os_error = getattr(seen, "os_error", None)  # aiohttp's ClientConnectorError
+        if isinstance(seen, ConnectionRefusedError) or isinstance(os_error,
+                                                                  ConnectionRefusedError):
+            return True
+        if isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _root_cause(exc: BaseException) -> BaseException:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.urls import redact_url
+from ..config.wording import counted
 from ..record.events import ConcurrencyChanged, Event, RateLimitWait
 from .embedded import MAX_SLOTS, slots_at
 from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
@@ -276,8 +277,8 @@ class RateLimits:
         if slots is not None and slots < self.concurrency:
             gate = AdaptiveGate(slots)
             self._unreported[base_url] = (
-                f"the embedded model serves {slots} requests at once (its slots, at most "
-                f"{MAX_SLOTS}); the other calls wait here, not at the server")
+                f"the embedded model serves {counted(slots, 'request')} at once (its slots, "
+                f"at most {MAX_SLOTS}); the other calls wait here, not at the server")
         elif self.adaptive:
             gate = AdaptiveGate(self.concurrency)
         self._gates[base_url] = gate

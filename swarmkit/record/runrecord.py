@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ValidationError
 
 from ..config.outputschema import schema_fields
+from ..config.wording import counted
 from ..errors import ConfigError, RecordError
 from .fileshapes import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .jsontext import Items, json_pieces, plain
@@ -106,7 +107,7 @@ class RunRecord:
     def __repr__(self) -> str:
         cost = "unknown" if self.cost_usd is None else f"${self.cost_usd:.6f}"
         return (
-            f"<Run {self.run_id} {self.status}: {len(self.workers)} workers, "
+            f"<Run {self.run_id} {self.status}: {counted(len(self.workers), 'worker')}, "
             f"{self.usage.total_tokens} tokens, {cost}>"
         )
 

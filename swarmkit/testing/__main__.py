@@ -5,18 +5,22 @@ input closes (unless ``--ignore-stdin``), it gets SIGTERM or SIGINT, or ``--life
 runs out (or ``--max-requests`` are served). Benchmarks and kernel tests start it as a
 subprocess with ``stdin=PIPE``, so it stops with its parent; a script that runs it in the
 background with no stdin (``< /dev/null``, ``&``) passes ``--ignore-stdin``. Unless it was
-signalled, it says on stderr, in one line, why it stopped.
+signalled or its parent closed the pipe on its stdin (the expected stop), it says on
+stderr, in one line, why it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import stat
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import TextIO
 
 from .server import FakeServer
 
@@ -67,10 +71,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     why: list[str] = []  # set before done, by the thread that saw the reason
 
     if not args.ignore_stdin:
+        # A parent holding the other end of a pipe closes it to stop the server: the
+        # expected end, said nothing about. Any other stdin that ends (/dev/null, a file:
+        # a script that ran it in the background) is said, with the flag it needed.
+        piped = _is_pipe(sys.stdin)
+
         def watch_stdin() -> None:
             for _ in sys.stdin:
                 pass
-            why.append("stdin closed: stopping (use --ignore-stdin to keep serving)")
+            if not piped:
+                why.append("stdin closed: stopping (use --ignore-stdin to keep serving)")
             done.set()
 
         threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
@@ -85,6 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if why:
         print(why[0], file=sys.stderr, flush=True)
     return 0
+
+
+def _is_pipe(stream: TextIO) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):  # no descriptor (a test's StringIO): not a pipe
+        return False
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import json
 
 from aiohttp import web
 
-from .faults import Fault
+from .faults import Fault, seconds_text
 
 __all__ = ["abort", "fault_response", "json_error"]
 
@@ -52,6 +52,6 @@ def fault_response(fault: Fault, *, stream: bool) -> web.Response:
     response = web.Response(text=body, status=fault.http_status, content_type=content_type)
     if fault.retry_after is not None:
         value = fault.retry_after
-        response.headers["Retry-After"] = value if isinstance(value, str) else f"{value:g}"
+        response.headers["Retry-After"] = value if isinstance(value, str) else seconds_text(value)
     response.headers.extend(fault.headers)
     return response

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FORMAT_REFUSALS", "LITELLM_NO_DB_BODY", "Fault", "FaultKind", "FaultRule"]
+__all__ = ["FORMAT_REFUSALS", "LITELLM_NO_DB_BODY", "Fault", "FaultKind", "FaultRule",
+           "seconds_text"]
 
 FaultKind = Literal[
     "status", "html", "drop", "stall", "malformed", "stream_cut", "stream_error"
@@ -65,6 +67,18 @@ FORMAT_REFUSALS: dict[str, tuple[int, str]] = {
 }
 
 
+def seconds_text(value: float) -> str:
+    """A number of seconds as a header carries it: digits, never an exponent
+    (``f"{10**9:g}"`` is ``1e+09``, which no client reads as a number); ``nan`` and
+    ``inf`` as Python writes them, for the tests of a server that sends them."""
+    number = float(value)
+    if not math.isfinite(number):
+        return str(number)
+    if number.is_integer():
+        return str(int(number))
+    return f"{number:.6f}".rstrip("0").rstrip(".")
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """One misbehaviour of the server. Build it with the class methods."""
@@ -102,7 +116,7 @@ class Fault:
         """A 429 as LiteLLM's proxy passes its upstream's on: the upstream's headers all
         get an ``llm_provider-`` prefix, so the wait is in ``llm_provider-retry-after``
         and there is no ``Retry-After``."""
-        return cls.rate_limit(headers={"llm_provider-retry-after": f"{retry_after:g}"})
+        return cls.rate_limit(headers={"llm_provider-retry-after": seconds_text(retry_after)})
 
     @classmethod
     def litellm_no_db(cls) -> Fault:

@@ -19,6 +19,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import swarmkit
 from swarmkit.api.result import Run
+from swarmkit.cli.command import DEMO_TASK
 from swarmkit.errors import ExportError
 from swarmkit.export.cellsource import replay_options, swarm_cells, swarm_line
 from swarmkit.export.exporter import (
@@ -382,6 +383,7 @@ def test_swarmkit_demo_runs_the_embedded_model_and_writes_a_notebook_that_replay
                           timeout=600, check=False)
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
     assert "wrote demo.ipynb and demo.swarm.json" in demo.stdout
+    assert demo.stdout.startswith(f"task: {DEMO_TASK}\n")  # what the tables answer
     notebook = nbformat.read(tmp_path / "demo.ipynb", as_version=4)
     assert "embedded local model" in notebook.cells[0].source
     shown = swarm_output(tmp_path / "demo.ipynb")["data"]["text/plain"]

@@ -599,6 +599,16 @@ def test_cli_says_why_it_stops_when_stdin_closes() -> None:
                                       "serving)\n")
 
 
+def test_cli_stops_quietly_when_its_parent_closes_the_pipe_on_its_stdin() -> None:
+    # The expected end (benchmarks and kernel tests stop it so): nothing to explain.
+    with cli("--port", "0") as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("READY ")
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0
+        assert proc.stderr.read() == ""
+
+
 def test_cli_with_ignore_stdin_serves_with_stdin_closed_until_sigterm() -> None:
     with cli("--port", "0", "--ignore-stdin", "--plan-tasks", "3", "--lifetime", "60",
              stdin=subprocess.DEVNULL) as proc:
