@@ -172,13 +172,17 @@ def fake_server(latency: float, plan_tasks: int, **limits: int) -> Iterator[str]
             proc.wait()
 
 
-def child_json(argv: list[str], timeout: float = 600, history: Path | None = None
-               ) -> dict[str, Any]:
+def child_json(argv: list[str], timeout: float = 600, history: Path | None = None,
+               tree: Path | None = None) -> dict[str, Any]:
     """Run a measuring child process; returns the JSON object it printed last. Its run
-    history is ``history``, or a new one."""
+    history is ``history``, or a new one; ``tree``: that folder's swarmkit alone on
+    PYTHONPATH instead of the checkout's (a benchmark against an earlier commit)."""
     history = history or new_history()
+    env = child_env(history)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     done = subprocess.run(
-        [sys.executable, *argv], capture_output=True, text=True, env=child_env(history),
+        [sys.executable, *argv], capture_output=True, text=True, env=env,
         cwd=history.parent, timeout=timeout, check=False,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

@@ -37,7 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the benchmark modules, then swarmkit itself
 
-from common import KEY_ENV, ROOT, child_env, fake_server, new_history  # noqa: E402
+from common import KEY_ENV, ROOT, child_env, child_json, fake_server, new_history  # noqa: E402
 from extras import machine_line  # noqa: E402
 
 __all__ = ["main"]
@@ -128,20 +128,10 @@ def per_reply(tree: Path, loops: int, detect: bool) -> dict[str, float]:
 
 
 def per_call(tree: Path, url: str, n: int, concurrency: int) -> dict[str, Any]:
-    argv = [sys.executable, str(HERE / "swarm_client.py"), "--base-url", url,
-            "--workers", str(n), "--concurrency", str(concurrency), "--api-key-env",
-            KEY_ENV, "--given-tasks", "--option", "reduce=false"]
-    env = _env(tree)
-    done = subprocess.run(argv, capture_output=True, text=True, env=env,
-                          cwd=Path(env["SWARMKIT_HISTORY"]).parent,
-                          timeout=max(600.0, n / 20), check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"swarm_client.py failed ({done.returncode}): {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    if not result.get("ok"):
-        raise RuntimeError(f"the swarm did not complete: {result}")
-    return result
+    argv = [str(HERE / "swarm_client.py"), "--base-url", url, "--workers", str(n),
+            "--concurrency", str(concurrency), "--api-key-env", KEY_ENV, "--given-tasks",
+            "--option", "reduce=false"]
+    return child_json(argv, timeout=max(600.0, n / 20), tree=tree)
 
 
 def main() -> None:

@@ -15,6 +15,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def quick(script: str) -> str:
+    """What ``benchmarks/SCRIPT --quick`` printed on stdout (it must exit 0)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 @pytest.mark.slow  # a few fresh processes and a kernel: 5-20 s on 2 cores
 def test_quick_benchmark_prints_the_ratio_rows() -> None:
     done = subprocess.run(
@@ -36,23 +46,14 @@ def test_quick_benchmark_prints_the_ratio_rows() -> None:
 
 @pytest.mark.slow  # four fresh processes and a server: a few seconds
 def test_quick_resume_benchmark_serves_every_worker_once() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "resume.py"), "--quick"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "(every worker once)" in done.stdout, done.stdout
-    assert "ratio resume / fresh run of the missing:" in done.stdout, done.stdout
+    out = quick("resume.py")
+    assert "(every worker once)" in out, out
+    assert "ratio resume / fresh run of the missing:" in out, out
 
 
 @pytest.mark.slow  # four fresh processes and a FakeServer: about 10 s
 def test_quick_scoring_benchmark_scores_every_check_and_prints_the_ratio() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "scoring.py"), "--quick"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out = quick("scoring.py")
     assert "checks (8, Python only):" in out, out
     # Both sides make the same calls, and the scored side has all 16 scores.
     median = next(line for line in out.splitlines() if line.strip().startswith("median:"))
@@ -103,12 +104,7 @@ def test_quick_embedded_benchmark_prints_the_table_and_both_ratios() -> None:
 
 @pytest.mark.slow  # four fresh processes and a FakeServer: about 10 s
 def test_quick_scrub_benchmark_prints_each_reply_and_the_per_call_ratio() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "scrub.py"), "--quick"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out = quick("scrub.py")
     for reply in ("worker reply (FakeServer)", "answer 5 KB, Markdown", "code answer 2 KB",
                   "streamed 5 KB (40-char pieces)"):
         assert reply in out, out

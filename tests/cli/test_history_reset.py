@@ -12,15 +12,12 @@ import swarmkit
 from swarmkit.store import History
 from swarmkit.testing import FakeServer
 from tests.cli.test_cli import common, swarmkit_cli
-
-GARBAGE = b"this is no SQLite file, it was overwritten by something else " * 40
+from tests.support.histories import GARBAGE, damaged_history
 
 
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    path = tmp_path / "history.db"
-    path.write_bytes(GARBAGE)
-    return path
+    return damaged_history(tmp_path)
 
 
 def test_jswarm_runs_with_the_history_off_then_history_reset_moves_it_aside(

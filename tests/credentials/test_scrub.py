@@ -48,7 +48,10 @@ def test_prose_and_code_are_left_alone(text: str) -> None:
 
 
 PARTS = [KEY, " ", "Bearer ", "Basic ", BASIC, "api-key: ", "tok3n12345678", "http://",
-         "user:pw@", "host/v1", "word", "\n", '"', "=", KEY[:6]]
+         "user:pw@", "host/v1", "word", "\n", '"', "=", KEY[:6],
+         # key shapes, and forms whose token has no digit
+         "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "AKIAIOSFODNN7EXAMPLE", "sk-", "ghp_",
+         "abcdefghijklmnopqrstuvwxyzABCDEF", "api_key=", "zzz123"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -58,14 +61,20 @@ def test_a_stream_split_anywhere_shows_the_whole_text_scrubbed(
     parts: list[str], sizes: list[int]
 ) -> None:
     text = "".join(parts)
+    shown = streamed(text, sizes)
+    assert shown == scrub(text)
+    assert all(KEY[j:j + 8] not in shown for j in range(len(KEY) - 7))
+
+
+def streamed(text: str, sizes: list[int]) -> str:
+    """What a StreamScrubber passes on of ``text`` fed in pieces of ``sizes`` (cycled)."""
     scrubber, shown, i = StreamScrubber(), list[str](), 0
     while i < len(text):
         size = sizes[len(shown) % len(sizes)]
         shown.append(scrubber.feed(text[i:i + size]))
         i += size
     shown.append(scrubber.flush())
-    assert "".join(shown) == scrub(text)
-    assert all(KEY[j:j + 8] not in "".join(shown) for j in range(len(KEY) - 7))
+    return "".join(shown)
 
 
 def test_a_value_known_only_to_the_caller_is_redacted_too() -> None:

@@ -13,17 +13,13 @@ from IPython.utils.capture import capture_output
 from swarmkit.magics import SwarmMagics
 from swarmkit.testing import FakeServer
 from tests.support.fakekey import swarm_line
+from tests.support.histories import GARBAGE, damaged_history
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 
-GARBAGE = b"this is no SQLite file, it was overwritten by something else " * 40
-
-
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    path = tmp_path / "history.db"
-    path.write_bytes(GARBAGE)
-    return path
+    return damaged_history(tmp_path)
 
 
 def test_a_cell_goes_ahead_with_the_history_off(

@@ -13,17 +13,13 @@ import pytest
 import swarmkit
 from swarmkit.testing import FakeServer
 from tests.support.fakekey import run_options
+from tests.support.histories import GARBAGE, damaged_history
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 
-GARBAGE = b"this is no SQLite file, it was overwritten by something else " * 40
-
-
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    path = tmp_path / "history.db"
-    path.write_bytes(GARBAGE)
-    return path
+    return damaged_history(tmp_path)
 
 
 def test_run_sync_goes_ahead_with_the_history_off_and_one_warning(
