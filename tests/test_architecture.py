@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("swarmkit", "tests")
 # Folders of scripts, each run with its folder first on sys.path; only the files directly
 # in it. A script importing a package module resolves it as a package module would.
-SCRIPT_FOLDERS = ("notebooks", "benchmarks", ".ci")
+SCRIPT_FOLDERS = ("notebooks", "benchmarks", ".ci", "binder")
 
 
 def test_the_import_contracts_hold() -> None:

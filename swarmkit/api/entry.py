@@ -143,12 +143,14 @@ async def create_engine(
     resume = options.pop("resume", None)
     checks = tuple(options.pop("checks", None) or ())
     cassette = None
-    if config is None and options.get("replay"):
+    defaults_only = config is None
+    config = SwarmConfig.from_options(config, env=env, **options)  # checked first
+    if defaults_only and config.replay:
         # A replay asks what the recording asked: its request-shaping options replace
         # the SWARMKIT_* defaults; the keywords given here still win (replayconfig).
-        cassette = await asyncio.to_thread(Cassette.load, options["replay"])
-        config = with_recorded_requests(cassette, SwarmConfig.from_env(env))
-    config = SwarmConfig.from_options(config, env=env, **options)
+        cassette = await asyncio.to_thread(Cassette.load, config.replay)
+        config = with_recorded_requests(cassette, SwarmConfig.from_env(env)
+                                        ).with_options(**options)
     sinks = (*sinks, *span_sinks(config, tracer_provider))  # otel: spans, when on
     if plan_from is not None:
         config = config.with_options(tasks=await asyncio.to_thread(

@@ -186,8 +186,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "temperature": 0.2,
         "seed": 7,
     }
-    sys.stdout.write(f"task: {DEMO_TASK}\n\n")  # the tables below answer it
     run, cancelled = execute(DEMO_TASK, options, sys.stderr)
+    sys.stdout.write(f"task: {DEMO_TASK}\n\n")  # what the tables below answer
     code = _finish(run, cancelled, as_json=False)
     if run.status in ("completed", "partial"):
         # Every run is recorded in memory, so the export needs no cassette file first.

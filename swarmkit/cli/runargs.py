@@ -28,7 +28,7 @@ from ..tools import Tool
 __all__ = ["PRICE_FLAG", "SCHEMA_FILE_FLAG", "add_run_options", "import_tools",
            "read_prices", "read_schema_file", "run_options", "typed_flags"]
 
-PRICE_FLAG = "--price"
+PRICE_FLAG = next(row.flag_name for row in option_table.OPTIONS if row.kind == "prices")
 PRICE_HELP = ("a model's price in USD per 1M tokens, input and output (repeatable); a "
               "budget needs one for a model the price table does not know")
 SCHEMA_FILE_FLAG = "--schema-file"

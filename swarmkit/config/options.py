@@ -246,7 +246,7 @@ OPTIONS: tuple[Option, ...] = (
     _o("judge_seed", "int", "the judge's seed (what repeat i of a comparison sets: i)",
        on=""),
     _o("prices", "prices", "(model, in, out) USD per 1M tokens; %swarm prices sets them "
-       "in a notebook", on="cli"),
+       "in a notebook", flag="--price", on="cli"),
 )
 
 ROLE_FIELDS: tuple[str, ...] = tuple(o.attr for o in OPTIONS if o.role)
@@ -311,7 +311,7 @@ def _flags(row: Option, surface: Surface) -> str:
     if surface == "cli" and row.kind == "schema":
         return "`--schema-file PATH` (a JSON schema)"
     if surface == "cli" and row.kind == "prices":
-        return "`--price MODEL IN OUT` (repeatable)"
+        return f"`{flags[0]} MODEL IN OUT` (repeatable)"
     return ", ".join(f"`{flag}`" for flag in flags)
 
 

@@ -65,16 +65,15 @@ class SwarmMagics(Magics):
         assert self.shell is not None
         return self.shell.user_ns  # type: ignore[no-any-return]
 
-    def session_config(self, **options: Any) -> SwarmConfig:
-        """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``options``."""
+    def session_config(self, *, recording: Cassette | None = None,
+                       **options: Any) -> SwarmConfig:
+        """Defaults < ``SWARMKIT_*`` env < ``%swarm config`` < ``recording``'s
+        request-shaping options (a replay cell's cassette) < ``options``."""
         try:
             base = SwarmConfig.from_env(os.environ, NOTEBOOK_DEFAULTS)
             base = base.with_options(**self.session_options)
-            replay = options.get("replay", base.replay)
-            if replay:
-                # A replay cell asks what its recording asked, whatever this session's
-                # defaults; the cell's own flags still win (store.replayconfig).
-                base = with_recorded_requests(Cassette.load(str(replay)), base)
+            if recording is not None:
+                base = with_recorded_requests(recording, base)
         except SwarmError as exc:
             raise usage_error(exc) from None
         try:
@@ -123,6 +122,11 @@ class SwarmMagics(Magics):
             raise UsageError("%%swarm: --repeat runs each variant of a --compare K times; "
                              "add --compare KEY=V1,V2, or drop --repeat for one run")
         config = self.session_config(**args.config_options)
+        if config.replay is not None:
+            # A replay cell asks what its recording asked, whatever this session's
+            # defaults; the cell's own flags still win (store.replayconfig).
+            config = self.session_config(recording=_cassette(config.replay),
+                                         **args.config_options)
         engine_options = with_session_tools(args.engine_options, self.session_options)
         # SWARMKIT_LIVE: a replay cell may run live instead (it prints which it does).
         config = live_instead_of_replay(
@@ -303,6 +307,13 @@ class SwarmMagics(Magics):
             self.namespace[name] = result
         display(result)
         return None
+
+
+def _cassette(path: str) -> Cassette:
+    try:
+        return Cassette.load(path)
+    except SwarmError as exc:
+        raise usage_error(exc) from None
 
 
 def publish_widget(view: Any, display_id: str | None = None) -> None:

@@ -125,7 +125,7 @@ def test_tools_are_imported_by_module_and_name(tmp_path: Path) -> None:
     for spec, says in [("cli_tools", "--tools takes MODULE:NAME, got 'cli_tools'"),
                        ("cli_tools:nothing", "--tools cli_tools:nothing: module 'cli_tools' "
                         "has no attribute 'nothing'"),
-                       ("cli_tools:NOT_A_TOOL", "--tools cli_tools:NOT_A_TOOL: is a int, "
+                       ("cli_tools:NOT_A_TOOL", "--tools cli_tools:NOT_A_TOOL: is an int, "
                         "not a tool")]:
         bad = swarmkit_cli("run", "task", "--model", "gpt-4.1-mini", "--tools", spec,
                            cwd=tmp_path)

@@ -148,7 +148,7 @@ def test_the_flusher_lives_until_every_lane_has_finished() -> None:
     view.flush()
     assert view.flushing  # lane b has not finished
     assert "1 of 2 finished" in view.sections["header"].value
-    assert "1 tool calls" in view.sections["lane-0"].value
+    assert "1 tool call" in view.sections["lane-0"].value
     for event in second[8:]:
         view.sink(1).on_event(event)
     for thread in _flushers():

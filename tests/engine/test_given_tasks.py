@@ -111,7 +111,7 @@ def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
 
 @pytest.mark.parametrize(("value", "template", "message"), [
     ([], None, "tasks is empty"),
-    (["a", 2], None, "item 1 is a int"),
+    (["a", 2], None, "item 1 is an int"),
     (["a", "  "], None, "item 1 is empty"),
     ("one string", None, "not a str"),
     (["a"], "{x}", "task_template fills a DataFrame's rows, but tasks is a list"),

@@ -160,7 +160,7 @@ def test_dry_run_compare_asks_each_distinct_planner_once_and_prices_every_varian
                              "Name four capitals")
     assert server.counts_by_step() == {"planner": 1}  # the same planner: asked once
     estimate = shell.user_ns["d"]
-    assert isinstance(estimate, CompareDryRun) and "_swarm" not in shell.user_ns
+    assert isinstance(estimate, CompareDryRun) and shell.user_ns["_swarm"] is estimate
     assert len(estimate.estimates) == 4 and all(len(e.plan) == 4 for e in estimate.estimates)
     # The planner was paid by one variant; the others were served its answer.
     spent = [e.roles[0].cost_usd for e in estimate.estimates]

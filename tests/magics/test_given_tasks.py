@@ -155,7 +155,7 @@ def test_a_tasks_run_replays_from_its_cassette_in_a_fresh_shell_without_the_vari
 
 @pytest.mark.parametrize(("line", "names", "message"), [
     ("--tasks nowhere", {}, r"--tasks nowhere names no variable in the notebook"),
-    ("--tasks numbers", {"numbers": [1, 2]}, r"--tasks must be strings, but item 0 is a int"),
+    ("--tasks numbers", {"numbers": [1, 2]}, r"--tasks must be strings, but item 0 is an int"),
     ("--tasks numbers", {"numbers": 42}, r"--tasks must be a list of strings, a pandas Series"),
     ("--tasks numbers", {"numbers": []}, r"--tasks is empty"),
     ("--tasks rows", {"rows": pd.DataFrame({"title": ["a"]})}, r"add task_template"),

@@ -110,7 +110,7 @@ def test_without_tools_flag_no_python_tool_runs(
 
 @pytest.mark.parametrize(("flags", "message"), [
     ("--tools nosuch", "--tools nosuch: no such name in the notebook"),
-    ("--tools not_a_tool", "--tools not_a_tool: is a int, not a tool"),
+    ("--tools not_a_tool", "--tools not_a_tool: is an int, not a tool"),
     ("--tools plain", "--tools plain: is a function, not a tool; decorate"),
     ("--tools ,", "--tools needs tool names"),
     ("--tools lookup --max-tool-hops -1", "--max-tool-hops must be 0 or more"),

@@ -7,6 +7,7 @@ IPython shell (UsageError); cassettes that cannot be replayed; a corrupt history
 from __future__ import annotations
 
 import json
+import logging
 import math
 from functools import partial
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
 
 import swarmkit
 from swarmkit.errors import CassetteError, ConfigError, StoreError
@@ -169,21 +171,26 @@ def test_unreadable_cassettes_are_one_line_errors_with_no_network(
 
 def test_corrupt_history_is_a_clear_error_offering_a_new_database(
     tmp_path: Path, fresh: FakeServer, options: Options, shell: InteractiveShell,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
     path = tmp_path / "history.db"
     path.write_bytes(b"this is not a database " * 200)
     with pytest.raises(StoreError) as error:
-        swarmkit.run_sync("task", **options(fresh, history_path=str(path)))
+        History(path)
     message = str(error.value)
     _one_line(message)
     assert "is corrupt" in message and f"History.reset({str(path)!r})" in message
+    # A run never fails for its history: it goes ahead without it, and says so once.
+    with caplog.at_level(logging.WARNING, "swarmkit"):
+        kept_out = swarmkit.run_sync("task", **options(fresh, history_path=str(path)))
+    assert kept_out.status == "completed" and kept_out.config["history"] is False
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == [f"swarmkit: the history is off for this run: {message}"]
     monkeypatch.setenv("SWARMKIT_HISTORY", str(path))  # where the magic keeps its history
-    with pytest.raises(UsageError) as usage:
+    with capture_output():
         shell.run_cell_magic("swarm", _line(fresh, ""), "task")
-    assert message in str(usage.value)
-    _one_line(str(usage.value))
-    assert fresh.count() == 0
+    assert shell.user_ns["_swarm"].status == "completed"
+    assert path.read_bytes().startswith(b"this is not a database")  # never touched
     # Doing what the message offers: the old file is kept aside, a new one is made.
     moved = History.reset(path)
     assert moved.exists() and moved.read_bytes().startswith(b"this is not a database")
