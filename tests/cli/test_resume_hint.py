@@ -30,8 +30,10 @@ def test_the_printed_resume_command_continues_the_interrupted_run_as_printed(
         return reply
 
     with FakeServer(handler) as server:
+        # Two at a time: workers 3 and 4 are asked only once 1 and 2 have finished in the
+        # run, so the interrupt cannot catch a reply the server sent but the run not yet kept.
         process = started("run", "Four lakes", *common(server), "--workers", "4",
-                          "--concurrency", "4", "--history-path", history, cwd=tmp_path)
+                          "--concurrency", "2", "--history-path", history, cwd=tmp_path)
         assert wait_until(lambda: server.count("worker-*") == 4)
         code, _, err = interrupted(process)
         assert code == 130, err
