@@ -29,6 +29,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ async def _resume(args: argparse.Namespace) -> dict[str, Any]:
 def _answered(history: Path) -> int:
     """Answers in the history's cache table so far (0 before the database exists)."""
     try:
-        with sqlite3.connect(f"file:{history}?mode=ro", uri=True, timeout=1) as db:
+        with closing(sqlite3.connect(f"file:{history}?mode=ro", uri=True, timeout=1)) as db, db:
             return int(db.execute("SELECT count(*) FROM cache").fetchone()[0])
     except sqlite3.Error:
         return 0
@@ -84,7 +85,7 @@ def _killed_halfway(url: str, n: int, c: int, history: Path) -> tuple[str, int]:
     finally:
         child.send_signal(signal.SIGKILL)
         child.communicate()
-    with sqlite3.connect(history) as db:
+    with closing(sqlite3.connect(history)) as db, db:
         (run_id, status), = db.execute("SELECT run_id, status FROM runs").fetchall()
     if status != "running":
         raise RuntimeError(f"the killed run is stored as {status!r}, not 'running'")

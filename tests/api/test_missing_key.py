@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def runs_in(history: Path) -> list[tuple[str, str]]:
     wait_for_writes()  # what the history's write thread had queued is in the file
     if not history.exists():
         return []
-    with sqlite3.connect(history) as db:
+    with closing(sqlite3.connect(history)) as db, db:
         return db.execute("SELECT run_id, status FROM runs").fetchall()
 
 

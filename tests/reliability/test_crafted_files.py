@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -354,9 +355,8 @@ def _tamper(path: Path, sql: str) -> None:
     # Another program (or a crafted file) writing the rows directly, once swarmkit's own
     # background writes to the file have landed (else they could land after, undoing it).
     wait_for_writes(path)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute(sql)
-    conn.close()
 
 
 ROW_DAMAGE = [

@@ -13,7 +13,7 @@ import json
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ def first_run(shell: InteractiveShell, base_url: str) -> Run:
 def tamper(history: Path, run_id: str, change: Callable[[dict[str, Any]], None]) -> None:
     """Edit the stored run's config, as a history file from elsewhere may hold it."""
     wait_for_writes(history)  # the history is written in the background
-    with sqlite3.connect(history) as db:
+    with closing(sqlite3.connect(history)) as db, db:
         (text,) = db.execute("SELECT run_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         data = json.loads(text)
         for role in ("planner", "worker", "reducer"):

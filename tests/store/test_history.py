@@ -7,6 +7,7 @@ import logging
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,13 @@ def test_two_processes_writing_at_once_do_not_corrupt_the_database(tmp_path: Pat
     for writer in writers:
         _, err = writer.communicate(timeout=120)
         assert writer.returncode == 0, err
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 80
         assert conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 80
         assert conn.execute("SELECT COUNT(*) FROM tool_calls").fetchone()[0] == 80
         assert conn.execute("SELECT COUNT(*) FROM cache").fetchone()[0] == 80
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    conn.close()
 
 
 def test_corrupt_database_gives_a_clear_error_and_reset_moves_it_aside(
@@ -193,9 +193,8 @@ def test_a_run_the_engine_refuses_closes_the_history_it_opened(
 def test_a_database_from_a_newer_swarmkit_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     History(path).close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
-    conn.close()
     with pytest.raises(StoreError, match=r"written by a newer swarmkit .*upgrade swarmkit"):
         History(path)
 
