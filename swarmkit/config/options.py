@@ -204,6 +204,13 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config"),
     _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
        "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
+    # swarms of swarms (swarmkit.engine.childswarm)
+    _o("depth", "int", "levels of the swarm: below it a worker may split its sub-task "
+       "into a child swarm (split_task); 1, the default, is a flat swarm", "D"),
+    _o("max_children", "int", "the most sub-tasks one split may run (default 4; more "
+       "are cut)", "N"),
+    _o("max_total_workers", "int", "the most workers in the whole tree, every level "
+       "counted (default: no cap but workers x max_children per level)", "N"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

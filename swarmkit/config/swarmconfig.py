@@ -92,6 +92,8 @@ class RoleConfig:
         return tuple(name for name in self.api_key_env if env.get(name))
 
 
+# How many sub-tasks one split_task call may run, unless max_children says otherwise.
+DEFAULT_MAX_CHILDREN = 4
 def _default_role(max_tokens: int) -> RoleConfig:
     return RoleConfig(model=AUTO_MODEL, max_tokens=max_tokens)
 
@@ -176,6 +178,14 @@ class SwarmConfig:
     judge_seed: int | None = None
     # How many times a comparison runs each variant (swarmkit.comparison).
     repeat: int = 1
+    # Swarms of swarms (swarmkit.engine.childswarm): below ``depth`` a worker is offered
+    # the split_task tool, whose call runs 2 to ``max_children`` sub-tasks as a child
+    # swarm; ``max_total_workers`` caps the workers of the whole tree (None: only
+    # ``max_workers`` x ``max_children`` ** (depth - 1) bounds it). depth 1 is the flat
+    # swarm, its requests unchanged.
+    depth: int = 1
+    max_children: int = DEFAULT_MAX_CHILDREN
+    max_total_workers: int | None = None
 
     def role(self, role: Role) -> RoleConfig:
         if role == "judge":
@@ -239,6 +249,11 @@ class SwarmConfig:
             data["judge"], data["rubric"] = judge, self.rubric
         if self.repeat == 1:
             del data["repeat"]
+        # Left out at their defaults, so a flat run's config reads as before trees.
+        for name, default in (("depth", 1), ("max_children", DEFAULT_MAX_CHILDREN),
+                              ("max_total_workers", None)):
+            if data[name] == default:
+                del data[name]
         return data
 
     @classmethod

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from .options import ROLE_NAMES
 
-__all__ = ["Checked", "check_base_url", "check_number", "validate_config"]
+__all__ = ["MAX_TREE_DEPTH", "Checked", "check_base_url", "check_number", "validate_config"]
 
 
 class _CheckedRole(Protocol):
@@ -39,6 +39,10 @@ class Checked(Protocol):
 
     @property
     def budget_usd(self) -> Decimal | None: ...
+    @property
+    def batch(self) -> bool: ...
+    @property
+    def depth(self) -> int: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -59,6 +63,9 @@ class _Range:
     optional: bool = False  # None (unset) means "no limit"
     name: str = ""  # the public option name, when it differs from ``attr``
 
+
+# The deepest tree a run may ask for (a file may hold up to record.fileshapes.MAX_DEPTH).
+MAX_TREE_DEPTH = 8
 
 _RANGES = (
     _Range("max_workers", "at least 1", 1, whole=True, name="workers"),
@@ -81,6 +88,9 @@ _RANGES = (
     _Range("batch_poll", "positive seconds", 0, above=True),
     _Range("start_jitter", "between 0 and 0.25 seconds", 0, high=0.25, optional=True),
     _Range("reducer_max_input_tokens", "at least 1024", 1024, whole=True, optional=True),
+    _Range("depth", f"between 1 and {MAX_TREE_DEPTH}", 1, high=MAX_TREE_DEPTH, whole=True),
+    _Range("max_children", "at least 2", 2, whole=True),
+    _Range("max_total_workers", "at least 1", 1, whole=True, optional=True),
     # Each repeat is a whole swarm per variant, all at once: a bound, not a budget.
     _Range("repeat", "at least 1 and at most 100", 1, high=100, whole=True),
 )
@@ -113,6 +123,9 @@ def validate_config(config: Checked) -> None:
                      optional=rule.optional)
     if config.budget_usd is not None:
         check_number("budget", config.budget_usd, "a positive USD amount", 0, above=True)
+    if config.batch and config.depth > 1:
+        raise ConfigError("batch: a run with depth > 1 cannot go to the Batch API (a split "
+                          "is a tool call answered live); give depth=1 or drop batch")
     urls = [config.role(role).base_url for role in ROLE_NAMES]
     for role, url in zip(ROLE_NAMES, urls, strict=True):
         rc = config.role(role)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..config.wording import counted
 from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
-from ..record.rows import reducer_part_of_step
+from ..record.steps import reducer_part_of_step
 from .markdown import markdown_html
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..provider.hints import advice
-from ..record.rows import worker_of_step
+from ..record.steps import worker_of_step
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord, WorkerRecord

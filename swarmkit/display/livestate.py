@@ -37,13 +37,8 @@ from ..record.events import (
     WorkerFinished,
     WorkerStarted,
 )
-from ..record.rows import (
-    ScoreRecord,
-    ToolCallRecord,
-    WorkerRecord,
-    reducer_part_of_step,
-    worker_of_step,
-)
+from ..record.rows import ScoreRecord, ToolCallRecord, WorkerRecord
+from ..record.steps import reducer_part_of_step, worker_of_step
 from ..record.usage import Usage
 from .truncation import max_tokens_of
 
@@ -252,17 +247,17 @@ class LiveState(_Spent):
                 self.dirty.add("budget")
             case ConcurrencyChanged():
                 self.concurrency[event.endpoint] = (event.limit, event.reason)
-            case WorkerStarted():
+            case WorkerStarted() if event.parent is None:  # a child's row: not yet shown
                 worker = self._worker(event.index, event.task)
                 worker.status, worker.started = "running", event.t
                 self.running[event.index] = None
                 self._count("running", 1)
                 self.dirty.add("workers")
-            case ToolCallFinished():
+            case ToolCallFinished() if event.tool_call.parent is None:
                 self._tool_finished(event.tool_call)
             case BatchUpdated():
                 self.batches[event.batch_id] = event
-            case WorkerFinished():
+            case WorkerFinished() if event.worker.parent is None:
                 self._worker_finished(event.worker)
             case ReducerStarted():
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)

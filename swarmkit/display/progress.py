@@ -44,7 +44,7 @@ class ProgressLine:
         match event:
             case PlanReady():
                 self.total = len(event.tasks)
-            case WorkerFinished():
+            case WorkerFinished() if event.worker.parent is None:  # the plan's workers
                 self.outcomes[event.worker.status] += 1
             case BudgetUpdated():
                 self.cap = event.cap_usd

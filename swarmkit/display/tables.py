@@ -19,7 +19,7 @@ from ..config.automodel import auto_notice, judge_notice
 from ..config.outputschema import schema_fields
 from ..config.wording import counted
 from ..credentials.scrub import one_line
-from ..record.rows import worker_of_step
+from ..record.steps import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
 from .drilldown import judge_details, planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses

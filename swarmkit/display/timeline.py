@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..config.wording import counted
-from ..record.rows import reducer_part_of_step, worker_of_step
+from ..record.steps import reducer_part_of_step, worker_of_step
 from .theme import COLOURS as _THEME
 
 if TYPE_CHECKING:

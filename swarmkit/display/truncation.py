@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..record.rows import reducer_part_of_step, worker_of_step
+from ..record.steps import reducer_part_of_step, worker_of_step
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord

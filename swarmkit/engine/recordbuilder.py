@@ -72,7 +72,9 @@ class RunRecordBuilder:
                 run.reduced = list(event.inputs)
             case ToolCallFinished():
                 bisect.insort(run.tool_calls, event.tool_call, key=_tool_order)
-            case WorkerFinished():
+            case WorkerFinished() if event.worker.parent is None:
+                # A child's record reaches the Run inside its parent's (``children``):
+                # the parent always finishes after its children, with every one of them.
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case BatchSubmitted():
                 run.batches.append(event.batch)

@@ -4,6 +4,7 @@
     usage        ``Usage``: tokens, requests and cost, where unknown stays unknown
     rows         the rows of a run: ``CallRecord``, ``ToolCallRecord``, ``WorkerRecord``,
                  ``ScoreRecord``, ...
+    steps        a run's step ids (``worker-2.1``, ``reducer-of-2``, ...), parsed
     events       every event a run emits, and the ``Sink`` seam
     runrecord    ``RunRecord``: the whole run, built only from events, JSON round-trip
     fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
@@ -34,6 +35,7 @@ from .events import (
     Sink,
     ToolCallFinished,
     WorkerFinished,
+    WorkerSplit,
     WorkerStarted,
 )
 from .modelcall import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolCallRequest
@@ -83,6 +85,7 @@ __all__ = [
     "Usage",
     "WorkerFinished",
     "WorkerRecord",
+    "WorkerSplit",
     "WorkerStarted",
     "WorkerStatus",
 ]

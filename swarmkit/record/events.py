@@ -35,6 +35,7 @@ __all__ = [
     "Sink",
     "ToolCallFinished",
     "WorkerFinished",
+    "WorkerSplit",
     "WorkerStarted",
 ]
 
@@ -117,10 +118,34 @@ class BudgetUpdated:
 
 @dataclass(frozen=True, slots=True)
 class WorkerStarted:
+    """A worker took its slot. In a tree, ``index`` is its place among its siblings and
+    ``parent`` its parent's dotted id (None at the top level): see ``WorkerRecord``."""
+
     index: int
     task: str
     t: float
     kind: Literal["worker_started"] = "worker_started"
+    parent: str | None = None
+
+    @property
+    def worker_id(self) -> str:
+        """The dotted id of the worker (``"2"``, ``"2.1"``)."""
+        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSplit:
+    """Worker ``parent`` (a dotted id) called ``split_task``: its child swarm's sub-tasks,
+    after the caps, are ``tasks`` (children ``<parent>.1`` .. ``<parent>.<n>``, about to
+    start); ``asked`` is how many the model asked for (more than ``len(tasks)`` when a cap
+    cut the split, and ``cut_by`` names it: ``max_children`` or ``max_total_workers``)."""
+
+    parent: str
+    tasks: tuple[str, ...]
+    asked: int
+    t: float
+    cut_by: str | None = None
+    kind: Literal["worker_split"] = "worker_split"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +245,7 @@ Event = (
     | CallFinished
     | BudgetUpdated
     | WorkerStarted
+    | WorkerSplit
     | ToolCallFinished
     | WorkerFinished
     | BatchSubmitted

@@ -35,10 +35,12 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 __all__ = [
     "MAX_COST",
     "MAX_COUNT",
+    "MAX_DEPTH",
     "MAX_SECONDS",
     "MAX_TOTAL_COST",
     "Cost",
     "Count",
+    "Depth",
     "Flag",
     "Fraction",
     "Integer",
@@ -51,6 +53,7 @@ __all__ = [
     "Seconds",
     "Total",
     "TotalCost",
+    "WorkerId",
     "describe",
     "parse_json",
     "shaped_like",
@@ -91,6 +94,11 @@ def _amount(limit: Decimal) -> Callable[[Any], Decimal | None]:
 
 Count = Annotated[int, Strict(), Field(ge=0, le=MAX_COUNT)]
 Integer = Annotated[int, Strict(), Field(ge=-MAX_COUNT, le=MAX_COUNT)]
+# A worker's depth in a tree (1: the plan's workers); MAX_DEPTH bounds what a file holds.
+MAX_DEPTH = 16
+Depth = Annotated[int, Strict(), Field(ge=1, le=MAX_DEPTH)]
+# A dotted worker id (``2``, ``2.1``, ``2.1.3``): a child's ``parent``.
+WorkerId = Annotated[str, Field(pattern=r"^[1-9][0-9]{0,11}(\.[1-9][0-9]{0,11}){0,15}$")]
 Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 # A score: 0 (failed) to 1 (passed), a check's or the judge's (score / 10).
@@ -231,6 +239,10 @@ class RecordedConfig(TypedDict, total=False):
     judge: RecordedRole
     rubric: str | None
     repeat: Count
+    # Only when a tree was asked for (SwarmConfig.summary leaves the defaults out).
+    depth: Depth
+    max_children: Count
+    max_total_workers: Count | None
     max_workers: Count
     concurrency: Count
     budget_usd: Cost

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from .fileshapes import Cost, Count, Fraction, JSONObject, JSONValue, Schema, Seconds
+from .fileshapes import (
+    Cost,
+    Count,
+    Depth,
+    Fraction,
+    JSONObject,
+    JSONValue,
+    Schema,
+    Seconds,
+    WorkerId,
+)
 from .modelcall import CallSource
+from .steps import worker_step
 from .usage import Usage
 
 __all__ = [
@@ -21,8 +33,6 @@ __all__ = [
     "WorkerRecord",
     "WorkerStatus",
     "decimal_or_none",
-    "reducer_part_of_step",
-    "worker_of_step",
 ]
 
 # The finish reason of an answer that hit its max tokens (OpenAI's and every compatible
@@ -39,24 +49,6 @@ def decimal_or_none(value: Any) -> Decimal | None:
 
 def _str_or_none(value: Decimal | None) -> str | None:
     return None if value is None else str(value)
-
-
-def worker_of_step(step: str) -> int | None:
-    """The worker index of a step id such as ``worker-7``; None for planner and reducer."""
-    if step.startswith("worker-") and step[7:].isdigit():
-        return int(step[7:])
-    return None
-
-
-def reducer_part_of_step(step: str) -> tuple[int, int] | None:
-    """``(level, index)`` of a reducer part such as ``reducer-1.3`` (a tree reduction's
-    step); None for any other step, the final ``reducer`` included."""
-    if not step.startswith("reducer-"):
-        return None
-    level, dot, index = step[8:].partition(".")
-    if dot and level.isdigit() and index.isdigit():
-        return int(level), int(index)
-    return None
 
 
 def _priced(record: CallRecord | WorkerRecord) -> None:
@@ -78,7 +70,10 @@ class CallRecord:
     the JSON form keeps cost in its own ``cost_usd`` field, as files always had it.
     """
 
-    step: str  # planner | worker-<i> | reducer-<level>.<i> (a part) | reducer
+    # planner | worker-<i> | reducer-<level>.<i> (a part) | reducer | judge-<i>, and in a
+    # tree (depth > 1): worker-<dotted id> (worker-2.1) | reducer-of-<dotted id> (the
+    # reducer of that worker's child swarm)
+    step: str
     role: str
     model: str
     source: CallSource
@@ -242,6 +237,15 @@ class ToolCallRecord:
     started: Seconds
     duration: Seconds
     source: CallSource = "live"
+    # In a tree (depth > 1): the dotted id of the worker's parent, so ``worker`` is its
+    # index among its siblings and ``worker_id`` its whole id. None at the top level, and
+    # then left out of the JSON.
+    parent: WorkerId | None = None
+
+    @property
+    def worker_id(self) -> str:
+        """The dotted id of the worker that called the tool (``"2"``, ``"2.1"``)."""
+        return str(self.worker) if self.parent is None else f"{self.parent}.{self.worker}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,6 +259,7 @@ class ToolCallRecord:
             "started": self.started,
             "duration": self.duration,
             "source": self.source,
+            **({} if self.parent is None else {"parent": self.parent}),
         }
 
     @classmethod
@@ -267,6 +272,34 @@ class WorkerRecord:
     """A worker's final state. ``reason`` holds the detail: budget, tools, provider, ...
 
     Like a CallRecord's, ``usage.cost`` is always ``cost_usd``.
+
+    **The tree (``depth`` > 1; the contract the views read).** A worker below the run's
+    ``depth`` may split its sub-task (the ``split_task`` tool) into a child swarm:
+
+    - ``children``: the child WorkerRecords, in index order; empty when it did not split
+      (always, at depth 1). A child has the same fields, its own ``children`` included.
+    - ``depth``: 1 for the plan's workers, the parent's + 1 for a child.
+    - ``parent``: the parent's dotted id (``"2"``, ``"2.1"``); None at the top level.
+    - ``index``: the position among its siblings, from 1 (a top-level worker's index is
+      its place in the plan, as always); ``id`` is the whole dotted id: ``"2"`` for a
+      top-level worker, ``"2.1"``, ``"2.1.3"`` below it. ``RunRecord.workers`` holds the
+      top level only; ``walk()`` gives a worker and every descendant, depth first.
+    - Its figures (``usage``, ``cost_usd``, ``calls``, ``attempts``, ``cached_calls``,
+      ``tool_calls``) are its *own* calls: its turns (the split call among them) and its
+      split's reducer call (step ``reducer-of-<id>``, role ``reducer``), not its
+      children's, which are in their own records; so a run's cost is its planner's,
+      reducer's and judge's calls plus the sum of ``own`` figures over every ``walk()``.
+      Its ``started``/``latency`` span its own calls, so they cover its children's time.
+    - Steps: a worker's calls are ``worker-<id>`` (``worker-2.1``); the split's reducer
+      is ``reducer-of-<id>``. The split itself is a ``ToolCallRecord`` of the parent
+      (tool ``split_task``, result: the child reducer's answer with any cut noted).
+    - Events: ``WorkerStarted.parent`` / ``WorkerFinished.worker.parent`` say where a
+      child belongs; ``WorkerSplit`` announces a split's (capped) sub-tasks before its
+      children start. The parent's ``WorkerFinished`` carries the finished subtree, and
+      only top-level ``WorkerFinished`` events add to ``RunRecord.workers``.
+    - JSON: ``children``, ``depth`` and ``parent`` are written only when set (non-empty,
+      not 1, not None), so a depth-1 run's JSON is byte-identical to earlier swarmkits'
+      and older files load unchanged.
     """
 
     index: Count
@@ -286,9 +319,29 @@ class WorkerRecord:
     # The reply parsed and checked against the run's output schema (--schema), as JSON
     # values; None without a schema. Older files have no such key.
     data: JSONValue = None
+    # The tree (see the class docstring); older files and depth-1 runs have none.
+    depth: Depth = 1
+    parent: WorkerId | None = None
+    children: tuple[WorkerRecord, ...] = ()
 
     def __post_init__(self) -> None:
         _priced(self)
+
+    @property
+    def id(self) -> str:
+        """The dotted worker id: ``"2"`` at the top level, ``"2.1"``, ``"2.1.3"`` below."""
+        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+
+    @property
+    def step(self) -> str:
+        """The step id of this worker's calls (``worker-2.1``)."""
+        return worker_step(self.id)
+
+    def walk(self) -> Iterator[WorkerRecord]:
+        """This worker, then each of its descendants, depth first, in index order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
 
     @property
     def status_label(self) -> str:
@@ -311,6 +364,9 @@ class WorkerRecord:
             "cached_calls": self.cached_calls,
             "error": self.error,
             **({} if self.data is None else {"data": self.data}),
+            **({} if self.depth == 1 else {"depth": self.depth}),
+            **({} if self.parent is None else {"parent": self.parent}),
+            **({"children": [c.to_dict() for c in self.children]} if self.children else {}),
         }
 
     @classmethod

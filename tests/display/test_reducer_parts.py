@@ -14,7 +14,7 @@ from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import LiveState
 from swarmkit.display.timeline import MAX_PART_LANES, timeline_svg
 from swarmkit.record.events import CallFinished, Event, ReducerStarted
-from swarmkit.record.rows import reducer_part_of_step
+from swarmkit.record.steps import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from tests.support.events import Events
 from tests.support.fakekey import run_options

@@ -20,7 +20,7 @@ from swarmkit.engine.prices import PriceTable
 from swarmkit.engine.reducerinput import DEFAULT_CONTEXT, input_limit, reducer_request
 from swarmkit.provider.embedded import SLOT_CONTEXT
 from swarmkit.record.modelcall import ChatRequest, canonical_json
-from swarmkit.record.rows import reducer_part_of_step
+from swarmkit.record.steps import reducer_part_of_step
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
