@@ -40,7 +40,7 @@ from ..store import CallStore, Cassette
 from ..store.history import History
 from ..store.replayconfig import with_recorded_requests
 from ..telemetry import span_sinks
-from ..tools import build_worker_loop
+from ..tools import build_worker_loop, tree_loop
 from ..tools.standins import replay_worker_loop
 from .result import Run
 
@@ -160,7 +160,8 @@ async def create_engine(
         config, stored_task = await asyncio.to_thread(_resumed, config, resume, task)
     if caller is not None:
         config = await asyncio.to_thread(resolve_models, config, env)
-        worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
+        worker_loop = tree_loop(await build_worker_loop(tools, mcp_servers, **mcp_choice),
+                                config.depth)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run, budget=shared_budget, stored_task=stored_task,
                       checks=checks)
@@ -176,6 +177,7 @@ async def create_engine(
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
         worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
+    worker_loop = tree_loop(worker_loop, config.depth)  # split_task, at depth > 1
     store_config = config
 
     def provider() -> ModelCaller:

@@ -204,7 +204,7 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config"),
     _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
        "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
-    # swarms of swarms (swarmkit.engine.childswarm)
+    # swarms of swarms (swarmkit.engine.subtree)
     _o("depth", "int", "levels of the swarm: below it a worker may split its sub-task "
        "into a child swarm (split_task); 1, the default, is a flat swarm", "D"),
     _o("max_children", "int", "the most sub-tasks one split may run (default 4; more "

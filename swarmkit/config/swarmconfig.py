@@ -178,7 +178,7 @@ class SwarmConfig:
     judge_seed: int | None = None
     # How many times a comparison runs each variant (swarmkit.comparison).
     repeat: int = 1
-    # Swarms of swarms (swarmkit.engine.childswarm): below ``depth`` a worker is offered
+    # Swarms of swarms (swarmkit.engine.subtree): below ``depth`` a worker is offered
     # the split_task tool, whose call runs 2 to ``max_children`` sub-tasks as a child
     # swarm; ``max_total_workers`` caps the workers of the whole tree (None: only
     # ``max_workers`` x ``max_children`` ** (depth - 1) bounds it). depth 1 is the flat

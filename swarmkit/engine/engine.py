@@ -33,6 +33,7 @@ from .recordbuilder import RunRecordBuilder
 from .reducer import hold_for_reducer, mapped_only, reduce
 from .scoring import Check, CheckInput, score_checks
 from .sinkfanout import SinkFanout
+from .subtree import ChildSwarms
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
 
 # WorkerContext: re-exported for tools
@@ -295,6 +296,10 @@ class Engine:
             self._worker_tasks.discard(finished)
             window.release()
 
+        # Below depth > 1 a worker may split: its children share these slots (subtree).
+        splitter = (ChildSwarms(self.context, self.worker_loop, slots, len(plan))
+                    if self.config.depth > 1 else None)
+
         try:
             # A worker task cancelled by stop() ends the group normally (TaskGroup does
             # not count a child's own cancellation as an error).
@@ -307,7 +312,7 @@ class Engine:
                             break
                         worker = group.create_task(run_worker(
                             self.context, self.worker_loop, task, index, subtask,
-                            len(plan), slots, records))
+                            len(plan), slots, records, splitter=splitter))
                         self._worker_tasks.add(worker)
                         worker.add_done_callback(done)
         except* ReplayMiss as group:  # one miss stops the run; unwrap it for the caller

@@ -30,7 +30,7 @@ from .reducetree import reduce_in_parts, refusal
 from .scaffold import without_scaffold
 
 __all__ = ["hold_for_reducer", "mapped_only", "reduce", "reducer_messages",
-           "reducer_request", "reducer_text"]
+           "reducer_request", "reducer_text", "reserve_reducer"]
 
 # Average bytes per token when sizing the reducer's hold before worker outputs exist.
 _BYTES_PER_TOKEN_ESTIMATE = 4
@@ -125,7 +125,7 @@ async def reduce(
             context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta),
             local=context.config.reducer.is_local)
         return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
-    request, reservation, inputs = await _reserve_reducer(context, task, inputs)
+    request, reservation, inputs = await reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
     outcome = await context.calls.call(
         "reducer", "reducer", request, reservation=reservation, on_delta=on_delta
@@ -136,11 +136,13 @@ async def reduce(
     return status, answer, None
 
 
-async def _reserve_reducer(
-    context: StepContext, task: str, inputs: list[tuple[int, str, str]]
+async def reserve_reducer(
+    context: StepContext, task: str, inputs: list[tuple[int, str, str]],
+    what: str = "the reducer",
 ) -> tuple[ChatRequest, Reservation | None, list[tuple[int, str, str]]]:
-    """Reserve for the reducer. If the cap is short, shorten its answer first, then
-    give it fewer worker outputs (the reducer's inputs are recorded in the Run)."""
+    """Reserve for the reducer (``what``: a child swarm's names its step). If the cap is
+    short, shorten its answer first, then give it fewer worker outputs (the reducer's
+    inputs are recorded in the Run; a child swarm's in its split's result)."""
     max_tokens = context.config.reducer.max_tokens
     while True:
         request = reducer_request(context.config, task, inputs, max_tokens)
@@ -148,7 +150,7 @@ async def _reserve_reducer(
             return request, None, inputs
         usd, tokens = context.calls.worst_case("reducer", request)
         try:
-            reservation = await context.budget.reserve(usd, tokens, what="the reducer")
+            reservation = await context.budget.reserve(usd, tokens, what=what)
             return request, reservation, inputs
         except BudgetExceeded:
             if max_tokens > _MIN_REDUCER_TOKENS:

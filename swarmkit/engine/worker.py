@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..config.swarmconfig import SwarmConfig
 from ..credentials.scrub import scrub, scrub_line
@@ -19,14 +19,17 @@ from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..record.events import Event, WorkerFinished, WorkerStarted
 from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import CallRecord, WorkerRecord, WorkerStatus
+from ..record.steps import worker_step
 from ..record.usage import Usage
 from .context import StepContext
 from .scaffold import without_scaffold
 from .typedworker import checked_answer, schema_instruction, typed_answer
 
 __all__ = [
+    "Splitter",
     "WorkerContext",
     "WorkerLoop",
+    "WorkerSlot",
     "WorkerTally",
     "never_started",
     "run_worker",
@@ -45,12 +48,15 @@ def unexpected(exc: BaseException) -> str:
 
 @dataclass
 class WorkerTally:
-    """What one worker's calls added up to."""
+    """What one worker's calls added up to, and the records of its children (a split)."""
 
     calls: list[CallRecord] = field(default_factory=list)
     tool_calls: int = 0
+    children: dict[int, WorkerRecord] = field(default_factory=dict)
+    merged: str | None = None  # its child swarm's merged answer, once it has one
 
-    def record(self, index: int, task: str, status: WorkerStatus, **extra: Any) -> WorkerRecord:
+    def record(self, index: int, task: str, status: WorkerStatus, *,
+               parent: str | None = None, **extra: Any) -> WorkerRecord:
         usage = Usage.total(call.usage for call in self.calls)
         started = min((c.started for c in self.calls), default=None)
         ended = max((c.started + c.latency for c in self.calls), default=None)
@@ -66,18 +72,106 @@ class WorkerTally:
             calls=len(self.calls),
             tool_calls=self.tool_calls,
             cached_calls=sum(1 for c in self.calls if c.source == "cache"),
+            depth=depth_of(parent),
+            parent=parent,
+            children=tuple(self.children[i] for i in sorted(self.children)),
             **extra,
         )
 
 
+def depth_of(parent: str | None) -> int:
+    """The depth of a worker whose parent's dotted id is ``parent`` (1: no parent)."""
+    return 1 if parent is None else parent.count(".") + 2
+
+
+class WorkerSlot:
+    """A worker's hold on one of the run's ``concurrency`` slots.
+
+    Taken when the worker starts and given back when it ends; while its child swarm runs
+    (``lent``) the worker holds none, so its children can take them: concurrency 1 runs
+    a tree one call at a time and cannot deadlock. Its children's slots come from the
+    same semaphore, so the bound holds across the whole tree."""
+
+    def __init__(self, slots: asyncio.Semaphore) -> None:
+        self._slots = slots
+        self._held = False
+
+    async def __aenter__(self) -> WorkerSlot:
+        await self._slots.acquire()
+        self._held = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._give_back()
+
+    def _give_back(self) -> None:
+        if self._held:
+            self._held = False
+            self._slots.release()
+
+    async def lent(self, children: Awaitable[None]) -> None:
+        """Await ``children`` without the slot, then take one again (not after an error
+        or a cancel: the worker is ending, and holds none)."""
+        self._give_back()
+        await children
+        await self._slots.acquire()
+        self._held = True
+
+
+class Splitter(Protocol):
+    """What runs a worker's ``split_task`` call as a child swarm (``engine.subtree``):
+    the text the worker reads as the tool's result."""
+
+    async def __call__(self, worker: WorkerContext, subtasks: Sequence[str]) -> str: ...
+
+
 @dataclass
 class WorkerContext:
-    """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``."""
+    """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``.
+
+    The tree: ``parent`` is the parent's dotted id (None at the top level), ``id`` this
+    worker's; ``splitter`` is set only below the run's ``depth`` (``offers_split``), and
+    a worker splits at most once (``claim_split``)."""
 
     run: StepContext
     index: int
     step: str
     tally: WorkerTally
+    parent: str | None = None
+    task: str = ""  # the task this worker's sub-task belongs to
+    subtask: str = ""
+    slot: WorkerSlot | None = None
+    splitter: Splitter | None = None
+    has_split: bool = False
+
+    @property
+    def id(self) -> str:
+        """The dotted worker id: ``"2"``, ``"2.1"``."""
+        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+
+    @property
+    def depth(self) -> int:
+        return depth_of(self.parent)
+
+    @property
+    def offers_split(self) -> bool:
+        """Whether its requests offer ``split_task``: below the run's depth (then on every
+        turn, so the conversation's tools stay the same after the split)."""
+        return self.splitter is not None
+
+    def claim_split(self) -> bool:
+        """True the first time: a worker splits at most once (a second call is refused)."""
+        if self.splitter is None or self.has_split:
+            return False
+        self.has_split = True
+        return True
+
+    async def split(self, subtasks: Sequence[str]) -> str:
+        """Run ``subtasks`` as this worker's child swarm (after ``claim_split``); its
+        merged answer, with any cap that cut it said, is the tool's result."""
+        if self.splitter is None:
+            raise RuntimeError(f"worker {self.id} is at the run's depth: it cannot split")
+        return await self.splitter(self, subtasks)
 
     @property
     def config(self) -> SwarmConfig:
@@ -135,28 +229,38 @@ async def run_worker(
     total: int,
     slots: asyncio.Semaphore,
     records: dict[int, WorkerRecord],
+    *,
+    parent: str | None = None,
+    splitter: Splitter | None = None,
 ) -> None:
     """Run worker ``index``: plain calls, or ``loop`` (the tool loop) when given. The
-    record it leaves is put in ``records``; only a ReplayMiss or a cancel propagates."""
+    record it leaves is put in ``records``; only a ReplayMiss or a cancel propagates.
+
+    In a tree, ``parent`` is its parent's dotted id (``task`` is then the parent's
+    sub-task) and ``splitter`` runs its split, offered only above the run's depth."""
     tally = WorkerTally()
-    step = f"worker-{index}"
+    worker_id = str(index) if parent is None else f"{parent}.{index}"
+    step = worker_step(worker_id)
     data: Any = None
+    if depth_of(parent) >= context.config.depth:
+        splitter = None
 
     def finish(status: WorkerStatus, **extra: Any) -> None:
-        record = tally.record(index, subtask, status, **extra)
+        record = tally.record(index, subtask, status, parent=parent, **extra)
         records[index] = record
         context.emit(WorkerFinished(record, t=context.now()))
 
     try:
-        async with slots:
-            delay = start_delay(context.config, index)
+        async with WorkerSlot(slots) as slot:
+            delay = start_delay(context.config, index) if parent is None else 0.0
             if delay:
                 await asyncio.sleep(delay)  # spread the first wave (rate-limited runs only)
-            context.emit(WorkerStarted(index, subtask, context.now()))
+            context.emit(WorkerStarted(index, subtask, context.now(), parent=parent))
             schema = context.config.output_schema
             messages = worker_messages(context.config.system_prompt, task, index, subtask, total,
                                        schema)
-            worker = WorkerContext(context, index, step, tally)
+            worker = WorkerContext(context, index, step, tally, parent, task, subtask, slot,
+                                   splitter)
             if schema is not None:
                 if loop is not None:  # the tool loop's final answer is the one checked
                     output, data = await checked_answer(worker, messages,
@@ -170,6 +274,11 @@ async def run_worker(
                 outcome = await context.calls.call("worker", step, request, into=tally.calls)
                 output = outcome.response.content or ""
     except BudgetExceeded as exc:
+        if tally.merged is not None and context.config.output_schema is None:
+            # Its children's merged answer was paid for; its own answer on top was not:
+            # the merged one is its output ("completed (budget)"), so the tree is kept.
+            finish("completed", reason="budget", output=tally.merged)
+            return
         status: WorkerStatus = "skipped" if not tally.calls else "failed"
         finish(status, reason="budget", error=str(exc))
     except ProviderError as exc:
@@ -181,7 +290,7 @@ async def run_worker(
         # An MCP server's message is text from outside, like a server's error body.
         finish("failed", reason=getattr(exc, "reason", "tools"), error=scrub(str(exc)))
     except Exception as exc:  # a bug: it fails this worker, not its siblings or the run
-        log.exception("swarmkit: worker %d raised unexpectedly", index)
+        log.exception("swarmkit: worker %s raised unexpectedly", worker_id)
         finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
         finish("cancelled", reason=_cancel_reason(context))
@@ -198,10 +307,11 @@ def _cancel_reason(context: StepContext) -> str | None:
 
 
 def never_started(context: StepContext, index: int, subtask: str,
-                  records: dict[int, WorkerRecord]) -> None:
+                  records: dict[int, WorkerRecord], parent: str | None = None) -> None:
     """Record worker ``index``, whose task the run ended before creating, exactly as a
     worker cancelled while waiting for its slot is recorded."""
-    record = WorkerTally().record(index, subtask, "cancelled", reason=_cancel_reason(context))
+    record = WorkerTally().record(index, subtask, "cancelled", parent=parent,
+                                  reason=_cancel_reason(context))
     records[index] = record
     context.emit(WorkerFinished(record, t=context.now()))
 

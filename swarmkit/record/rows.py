@@ -290,6 +290,8 @@ class WorkerRecord:
       children's, which are in their own records; so a run's cost is its planner's,
       reducer's and judge's calls plus the sum of ``own`` figures over every ``walk()``.
       Its ``started``/``latency`` span its own calls, so they cover its children's time.
+    - ``completed (budget)``: a worker whose split was merged but whose own answer on top
+      did not fit the budget; its ``output`` is its child swarm's merged answer.
     - Steps: a worker's calls are ``worker-<id>`` (``worker-2.1``); the split's reducer
       is ``reducer-of-<id>``. The split itself is a ``ToolCallRecord`` of the parent
       (tool ``split_task``, result: the child reducer's answer with any cut noted).

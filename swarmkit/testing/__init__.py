@@ -20,6 +20,9 @@ What is public (every name in ``__all__``; the README's "Testing your own swarms
 - ``synthetic_events()`` / ``synthetic_run()`` (``synthetic``): a deterministic,
   realistic event stream (and the Run it folds into) at any scale, with no server: for
   testing a ``Sink`` of your own (``swarmkit.run(sinks=...)``) or a display.
+- ``split_script(...)`` / ``split_everywhere(n)`` (``splits``): handlers whose workers
+  call ``split_task``, for a tree (``depth`` > 1); ``split_reply(subtasks)`` is one such
+  reply and ``offers_split(request)`` says whether a request offers the tool.
 - ``wait_until(condition)`` (``waiting``): poll for what another thread or process does
   (a ``--background`` run, the server), without a fixed sleep.
 
@@ -43,6 +46,7 @@ from .replies import (
 )
 from .server import FakeServer, Handler
 from .shell import swarm_shell
+from .splits import offers_split, split_everywhere, split_reply, split_script
 from .synthetic import synthetic_events, synthetic_run
 from .waiting import wait_until
 
@@ -58,8 +62,12 @@ __all__ = [
     "ToolCallSpec",
     "default_reply",
     "estimate_tokens",
+    "offers_split",
     "role_of_step",
     "run_problems",
+    "split_everywhere",
+    "split_reply",
+    "split_script",
     "swarm_shell",
     "synthetic_events",
     "synthetic_run",

@@ -5,7 +5,9 @@
 
 A run that was cancelled, ran out of budget or met a storm of faults is still a
 complete record: every planned worker has exactly one final row, every failure says why
-on one line, and the run's totals are exactly the sum of its calls.
+on one line, and the run's totals are exactly the sum of its calls. In a tree (depth >
+1) every worker of every level is checked the same way, with its own calls (its turns
+and its split's reducer, ``reducer-of-<id>``), and its children numbered 1..n under it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from ..record.steps import child_reducer_step, worker_step
 from ..record.usage import Usage
 
 if TYPE_CHECKING:
+    from ..record.rows import WorkerRecord
     from ..record.runrecord import RunRecord
 
 __all__ = ["run_problems"]
@@ -38,8 +42,10 @@ def run_problems(run: RunRecord) -> list[str]:
         problems.append(f"{len(run.plan)} planned workers but worker rows {sorted(indexes)}")
     if not run.plan and run.workers:
         problems.append(f"{len(run.workers)} worker rows but no plan")
-    for worker in run.workers:
-        name = f"worker {worker.index}"
+    tree = [w for top in run.workers for w in top.walk()]
+    for worker in tree:
+        problems += _tree_problems(worker)
+        name = f"worker {worker.id}"
         if worker.status not in _FINAL_STATUSES:
             problems.append(f"{name} ended as {worker.status!r}, not a final status")
         if worker.status == "completed" and worker.output is None:
@@ -47,7 +53,8 @@ def run_problems(run: RunRecord) -> list[str]:
         if worker.status in ("failed", "skipped") and not _readable(worker.error):
             problems.append(f"{name} is {worker.status_label} with unreadable error "
                             f"{worker.error!r}")
-        calls = [c for c in run.calls if c.step == f"worker-{worker.index}"]
+        own = (worker_step(worker.id), child_reducer_step(worker.id))
+        calls = [c for c in run.calls if c.step in own]
         if len(calls) != worker.calls:
             problems.append(f"{name} counts {worker.calls} calls but the run has {len(calls)}")
         if worker.attempts != sum(c.attempts for c in calls):
@@ -83,4 +90,17 @@ def run_problems(run: RunRecord) -> list[str]:
         completed = sorted(w.index for w in run.workers if w.status == "completed")
         if not set(run.reduced) <= set(completed):
             problems.append(f"reducer got workers {run.reduced}, completed were {completed}")
+    return problems
+
+
+def _tree_problems(worker: WorkerRecord) -> list[str]:
+    """A worker's children: numbered 1..n, each one level down, naming it as parent."""
+    indexes = [child.index for child in worker.children]
+    problems = []
+    if indexes != list(range(1, len(indexes) + 1)):
+        problems.append(f"worker {worker.id}'s children are numbered {indexes}")
+    for child in worker.children:
+        if child.parent != worker.id or child.depth != worker.depth + 1:
+            problems.append(f"worker {child.id} is under worker {worker.id} at depth "
+                            f"{child.depth}")
     return problems

@@ -1,4 +1,5 @@
-"""Tools for workers: ``@tool`` Python functions, MCP servers, and the worker tool loop."""
+"""Tools for workers: ``@tool`` Python functions, MCP servers, the worker tool loop, and
+the built-in ``split_task`` of a tree (depth > 1)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,19 @@ from .mcp import (
     parse_mcp_command,
 )
 from .registry import MCPRegistry, mcp_registry, session_tools
-from .turns import FINAL_ANSWER_PROMPT, ToolLoop, build_worker_loop, collect_tools, describe_error
+from .split import SPLIT_TOOL, split_spec
+from .turns import (
+    FINAL_ANSWER_PROMPT,
+    ToolLoop,
+    build_worker_loop,
+    collect_tools,
+    describe_error,
+    tree_loop,
+)
 
 __all__ = [
     "FINAL_ANSWER_PROMPT",
+    "SPLIT_TOOL",
     "TOOL_NAME_PATTERN",
     "MCPRegistry",
     "MCPServer",
@@ -45,5 +55,7 @@ __all__ = [
     "parse_mcp_command",
     "render_result",
     "session_tools",
+    "split_spec",
     "tool",
+    "tree_loop",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ToolError
 from .definition import Tool
+from .split import SPLIT_TOOL
 from .turns import ToolLoop
 
 __all__ = ["recorded_tools", "replay_worker_loop"]
@@ -47,6 +48,8 @@ def recorded_tools(worker_requests: Iterable[Mapping[str, Any]]) -> list[Tool]:
         for spec in specs:
             function = spec.get("function") or {}
             name = function.get("name", "")
+            if name == SPLIT_TOOL:
+                continue  # the loop offers its own, and a replay runs the split again
             tools.append(Tool(
                 name=name,
                 description=function.get("description", ""),

@@ -18,13 +18,21 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, MCPError, ToolError
+from ..errors import ConfigError, MCPError, ProviderError, ToolError
 from ..record.events import ToolCallFinished
-from ..record.modelcall import ChatResponse, ToolCallRequest, ToolKey, ToolOutcome, canonical_json
+from ..record.modelcall import (
+    CallSource,
+    ChatResponse,
+    ToolCallRequest,
+    ToolKey,
+    ToolOutcome,
+    canonical_json,
+)
 from ..record.rows import ToolCallRecord
 from .definition import Tool, ToolArgumentsError, parse_arguments, render_result, tool
 from .mcp import MCPServer, mcp_server_spec
 from .registry import choose_tools, mcp_registry, tool_names
+from .split import SPLIT_TOOL, split_spec, split_subtasks
 
 if TYPE_CHECKING:
     from ..engine.engine import WorkerContext
@@ -35,6 +43,7 @@ __all__ = [
     "build_worker_loop",
     "collect_tools",
     "describe_error",
+    "tree_loop",
 ]
 
 log = logging.getLogger("swarmkit")
@@ -96,6 +105,15 @@ async def build_worker_loop(
     return ToolLoop(chosen) if chosen else None
 
 
+def tree_loop(loop: ToolLoop | None, depth: int) -> ToolLoop | None:
+    """The worker loop of a run of ``depth``: ``loop``, or, at depth > 1 and without
+    tools, a loop of none (it offers ``split_task`` above the depth, and a leaf's one
+    request is a plain worker's). At depth 1 nothing changes."""
+    if loop is None and depth > 1:
+        return ToolLoop(())
+    return loop
+
+
 def describe_error(exc: BaseException) -> str:
     """What the model reads when a tool fails: ``ToolError: <type>: <message>``."""
     if isinstance(exc, ToolError):
@@ -114,23 +132,43 @@ class _Prepared:
     key: ToolKey | None = None
     rejection: str | None = None
     refused: bool = False  # past max_tool_calls_per_turn: not run, not a tool error
+    subtasks: tuple[str, ...] | None = None  # a split_task call that runs (subtree)
 
 
 class ToolLoop:
-    """The ``worker_loop`` for an Engine whose workers may call ``tools``."""
+    """The ``worker_loop`` for an Engine whose workers may call ``tools``; in a tree
+    (depth > 1) also the built-in ``split_task`` (``tools.split``), offered after them
+    where the worker is below the run's depth. With neither, a worker's one request is
+    exactly a plain worker's."""
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]]) -> None:
         self.tools = collect_tools(tools)
         self.specs = tuple(t.spec() for t in self.tools.values())
+
+    def offered(self, context: WorkerContext) -> tuple[dict[str, Any], ...]:
+        """The ``tools`` of the worker's requests."""
+        if not context.offers_split:
+            return self.specs
+        return (*self.specs, split_spec(context.config.max_children))
 
     async def __call__(self, context: WorkerContext, messages: list[dict[str, Any]]) -> str:
         config = context.config
         conversation = list(messages)
         seen: Counter[tuple[int, str, str]] = Counter()
         errors: list[str] = []
+        specs = self.offered(context)
+        if not specs or config.max_tool_hops == 0:
+            return await self._final_answer(context, conversation, specs)
         for hop in range(1, config.max_tool_hops + 1):
-            request = context.request(conversation, tools=self.specs)
-            response = (await context.call(request)).response
+            request = context.request(conversation, tools=specs)
+            try:
+                response = (await context.call(request)).response
+            except ProviderError as exc:
+                if hop > 1 or self.specs or not _refuses_tools(exc):
+                    raise
+                # A server without tool calling, offered only split_task: no split, the
+                # worker answers as a leaf does (the refused call stays in its calls).
+                return await self._final_answer(context, conversation, ())
             if not response.tool_calls:
                 return response.content or ""
             conversation.append(response.assistant_message())
@@ -141,16 +179,19 @@ class ToolLoop:
                     f"worker {context.index} stopped after {len(errors)} tool errors "
                     f"(max_tool_errors={config.max_tool_errors}); last: {last}"
                 )
-        return await self._final_answer(context, conversation)
+        conversation = [*conversation, {"role": "user", "content": FINAL_ANSWER_PROMPT}]
+        return await self._final_answer(context, conversation, specs)
 
     async def _final_answer(
-        self, context: WorkerContext, conversation: list[dict[str, Any]]
+        self, context: WorkerContext, conversation: list[dict[str, Any]],
+        specs: tuple[dict[str, Any], ...],
     ) -> str:
-        if context.config.max_tool_hops == 0:
+        """The last turn: with ``tool_choice="none"`` after the tool turns; a plain
+        request when no tool is offered (no tools, or max_tool_hops 0)."""
+        if context.config.max_tool_hops == 0 or not specs:
             request = context.request(conversation)
         else:
-            conversation = [*conversation, {"role": "user", "content": FINAL_ANSWER_PROMPT}]
-            request = context.request(conversation, tools=self.specs, tool_choice="none")
+            request = context.request(conversation, tools=specs, tool_choice="none")
         response: ChatResponse = (await context.call(request)).response
         if response.tool_calls and not response.content:
             raise _tools_failure(
@@ -199,12 +240,23 @@ class ToolLoop:
         found = self.tools.get(call.name)
         arguments: dict[str, Any] | None = None
         rejection: str | None = None
+        subtasks: tuple[str, ...] | None = None
         try:
             parsed = parse_arguments(call.arguments)
             canonical = canonical_json(parsed)
         except ToolArgumentsError as exc:
             parsed, canonical, rejection = None, call.arguments, f"ToolError: {exc}"
-        if found is None:
+        if call.name == SPLIT_TOOL and context.offers_split:
+            if parsed is not None:
+                try:
+                    subtasks = split_subtasks(parsed)
+                except ToolArgumentsError as exc:
+                    rejection = f"ToolError: {exc}"
+            if subtasks is not None and not context.claim_split():
+                subtasks, rejection = None, (
+                    f"ToolError: refused: worker {context.id} has split its sub-task once "
+                    "already; write your answer from what you have.")
+        elif found is None:
             names = ", ".join(self.tools) or "none"
             rejection = f"ToolError: unknown tool {call.name!r}; available tools: {names}"
         elif parsed is not None:
@@ -217,16 +269,23 @@ class ToolLoop:
         seen[(hop, call.name, canonical)] += 1
         key = ToolKey(context.step, hop, call.name, canonical, occurrence)
         if refusal is not None:
+            if subtasks is not None:
+                context.has_split = False  # not run: a later turn may still split
             return _Prepared(call, position, key=key, rejection=refusal, refused=True)
         if rejection is not None:
             return _Prepared(call, position, key=key, rejection=rejection)
+        if subtasks is not None:
+            return _Prepared(call, position, key=key, subtasks=subtasks)
         return _Prepared(call, position, found, arguments, key)
 
     async def _run(
         self, context: WorkerContext, hop: int, item: _Prepared, errors: list[str]
     ) -> dict[str, Any]:
         assert item.key is not None
-        outcome = await context.tool(item.key, self._executor(context, hop, item))
+        if item.subtasks is not None:
+            outcome = await _split(context, item.subtasks)
+        else:
+            outcome = await context.tool(item.key, self._executor(context, hop, item))
         record = ToolCallRecord(
             worker=context.index,
             hop=hop,
@@ -238,6 +297,7 @@ class ToolLoop:
             started=context.now() if outcome.started is None else outcome.started,
             duration=outcome.duration,
             source=outcome.source,
+            parent=context.parent,
         )
         context.tally.tool_calls += 1
         context.emit(ToolCallFinished(record, t=record.started + record.duration))
@@ -283,6 +343,37 @@ class ToolLoop:
             return ToolOutcome(result, error, context.now() - started, "live", started)
 
         return execute
+
+
+async def _split(context: WorkerContext, subtasks: tuple[str, ...]) -> ToolOutcome:
+    """Run a split (the engine's child swarm) as a tool call's outcome. Its times come
+    from the calls' records, which a replay reads from the cassette, so a replayed tree
+    shows the recorded split; its source is its reducer call's."""
+    before = len(context.tally.calls)
+    started = _last_end(context.tally.calls, context.now())
+    text = await context.split(subtasks)
+    ended = max([_last_end(context.tally.calls, started), *(
+        w.started + w.latency for child in context.tally.children.values()
+        for w in child.walk() if w.started is not None)])
+    merged = context.tally.calls[before:]
+    source: CallSource = merged[-1].source if merged else "live"
+    text = render_result(text, context.config.max_tool_result_chars)
+    if text.startswith("ToolError:"):
+        return ToolOutcome(None, text, ended - started, source, started)
+    return ToolOutcome(text, None, ended - started, source, started)
+
+
+def _last_end(calls: Sequence[Any], default: float) -> float:
+    return max((c.started + c.latency for c in calls), default=default)
+
+
+# What a server without tool calling says when offered tools (llama.cpp without
+# --jinja, vLLM without --enable-auto-tool-choice, Ollama for a model without tools).
+_NO_TOOLS_STATUS = frozenset({400, 404, 422, 500, 501})
+
+
+def _refuses_tools(exc: ProviderError) -> bool:
+    return exc.status in _NO_TOOLS_STATUS and "tool" in str(exc).lower()
 
 
 def _tools_failure(message: str) -> ToolError:

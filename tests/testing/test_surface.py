@@ -13,6 +13,7 @@ PUBLIC = [
     "FakeReply", "FakeRequest", "FakeServer", "Fault", "FaultKind", "FaultRule", "Handler",
     "RecordedRequest", "ToolCallSpec", "default_reply", "estimate_tokens", "role_of_step",
     "run_problems", "swarm_shell", "synthetic_events", "synthetic_run", "wait_until",
+    "offers_split", "split_everywhere", "split_reply", "split_script",
 ]
 
 
@@ -25,7 +26,8 @@ def test_all_is_pinned_and_every_name_resolves() -> None:
 def test_every_public_name_is_documented_in_the_package_docstring() -> None:
     doc = swarmkit.testing.__doc__ or ""
     for name in ("FakeServer", "swarm_shell", "run_problems", "synthetic_events",
-                 "synthetic_run", "wait_until", "Fault", "FaultRule", "FakeReply"):
+                 "synthetic_run", "wait_until", "Fault", "FaultRule", "FakeReply",
+                 "split_script", "split_everywhere", "split_reply", "offers_split"):
         assert f"``{name}" in doc, name
 
 
