@@ -3,9 +3,14 @@
 The tree is run (``invoke_workflow``) → planner, each worker, the reducer
 (``invoke_agent``) → each model call *attempt* (``chat``; a retried call is several
 spans, the failed ones with ``error.type``) and each tool call (``execute_tool``, under
-its worker). Events arrive on the engine's loop, after the fact for cached and replayed
-calls, so every span gets explicit start and end times from the events and records
-(seconds since the run started, anchored to the wall clock when the run's first event
+its worker). In a swarm of swarms (depth > 1) a worker that split is the parent of its
+children's worker spans (``worker-2.1`` under ``worker-2``) and of its child swarm's
+reducer (``reducer-of-2``): its span is started when the first of them ends, before its
+own end is known, and ended with it.
+
+Events arrive on the engine's loop, after the fact for cached and replayed calls, so
+every span gets explicit start and end times from the events and records (seconds since
+the run started, anchored to the wall clock when the run's first event
 arrives). A step's spans are emitted together when the step ends: its window is then
 known to cover its attempts and tool calls. In a replay the records carry the recorded
 times while the steps' own events carry the replay's, so there the window comes from
@@ -38,6 +43,7 @@ from ..record.events import (
     WorkerStarted,
 )
 from ..record.rows import ToolCallRecord, WorkerRecord
+from ..record.steps import child_reducer_step, worker_id_of_step, worker_step
 from ..record.usage import Usage
 from .attributes import (
     OP_AGENT,
@@ -86,6 +92,18 @@ class _Step:
     attempt: _Child | None = None  # the call attempt in flight, between CallStarted and its end
     retries: list[CallRetried] = field(default_factory=list)  # replayed: no CallStarted came
     error: tuple[str | None, int | None, str | None] | None = None
+    span: Any = None  # started early: a worker whose children's spans nest under it
+
+
+def _parent_step(name: str) -> str | None:
+    """The step whose span a step's nests under, in a tree: ``worker-2`` for
+    ``worker-2.1`` and for ``reducer-of-2``; None for a step of the run itself."""
+    if name.startswith("reducer-of-"):
+        return worker_step(name.removeprefix("reducer-of-"))
+    worker = worker_id_of_step(name)
+    if worker is None or "." not in worker:
+        return None
+    return worker_step(worker.rpartition(".")[0])
 
 
 class SpanSink:
@@ -133,7 +151,7 @@ class SpanSink:
             case CallFinished():
                 self._call_finished(event)
             case WorkerStarted():
-                step = self._step(f"worker-{event.index}", event.t)
+                step = self._step(worker_step(event.worker_id), event.t)
                 if self._content:
                     step.attributes["gen_ai.input.messages"] = input_messages(event.task)
             case ToolCallFinished():
@@ -221,7 +239,7 @@ class SpanSink:
         self._usage = self._usage + call.usage
 
     def _tool_call(self, record: ToolCallRecord) -> None:
-        step = f"worker-{record.worker}"
+        step = worker_step(record.worker_id)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": OP_TOOL, "gen_ai.tool.name": record.tool,
             "gen_ai.tool.call.id": record.call_id, "gen_ai.tool.type": "function",
@@ -237,7 +255,7 @@ class SpanSink:
             record.started + record.duration, error))
 
     def _worker_finished(self, worker: WorkerRecord, t: float) -> None:
-        step = self._step(f"worker-{worker.index}", t if worker.started is None else worker.started)
+        step = self._step(worker.step, t if worker.started is None else worker.started)
         step.attributes.update({
             "swarmkit.worker.status": worker.status, "swarmkit.calls": worker.calls,
             "swarmkit.tool_calls": worker.tool_calls,
@@ -249,6 +267,9 @@ class SpanSink:
         recorded = None
         if worker.started is not None:
             recorded = (worker.started, worker.started + worker.latency)
+        merge = self._steps.get(child_reducer_step(worker.id))
+        if merge is not None:  # its child swarm's reducer: no event of its own ends it
+            self._emit(merge, t)
         self._emit(step, t, recorded)
 
     def _plan_ready(self, event: PlanReady) -> None:
@@ -305,9 +326,14 @@ class SpanSink:
         else:
             start = min([step.start, *(c.start for c in children)])
             end = max([t, *(c.end for c in children if c.end is not None)])
-        span = self._tracer.start_span(
-            f"{OP_AGENT} {step.attributes['gen_ai.agent.name']}", context=self._run_context,
-            kind=self._internal, attributes=step.attributes, start_time=self._ns(start))
+        span = step.span
+        if span is None:
+            span = self._tracer.start_span(
+                f"{OP_AGENT} {step.attributes['gen_ai.agent.name']}",
+                context=self._parent_context(step.name), kind=self._internal,
+                attributes=step.attributes, start_time=self._ns(start))
+        else:  # started early, for its children: its attributes are known only now
+            span.set_attributes(step.attributes)
         context = self._in_context(span)
         for child in children:
             child_span = self._tracer.start_span(
@@ -320,6 +346,20 @@ class SpanSink:
             self._fail(span, step.error)
         span.end(self._ns(end))
         self._last = max(self._last, end)
+
+    def _parent_context(self, name: str) -> Any:
+        """Where step ``name``'s span goes: under its parent worker's span in a tree
+        (started now if it was not: the parent ends after its children), else the run's."""
+        parent_name = _parent_step(name)
+        parent = None if parent_name is None else self._steps.get(parent_name)
+        if parent is None:
+            return self._run_context
+        if parent.span is None:
+            parent.span = self._tracer.start_span(
+                f"{OP_AGENT} {parent.attributes['gen_ai.agent.name']}",
+                context=self._parent_context(parent.name), kind=self._internal,
+                attributes=parent.attributes, start_time=self._ns(parent.start))
+        return self._in_context(parent.span)
 
     def _fail(self, span: Any, error: tuple[str | None, int | None, str | None]) -> None:
         """``error.type`` and an ERROR status; the message (which can quote a reply or
