@@ -13,6 +13,9 @@ import pytest
 
 import swarmkit
 from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
+from swarmkit.engine.estimate import estimate, tree_levels
+from swarmkit.engine.prices import PriceTable
 from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
@@ -25,7 +28,7 @@ from swarmkit.testing import (
     split_reply,
     split_script,
 )
-from swarmkit.tools import SPLIT_TOOL
+from swarmkit.tools import SPLIT_TOOL, split_spec
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -218,3 +221,22 @@ def test_a_childs_step_id_is_stable_across_its_retries() -> None:
                             ("worker-2.1.2", 1), ("worker-2.1.2", 2)]
     assert sorted(r.step for r in run.retries) == ["reducer-of-2.1", "worker-2.1.2"]
     assert run.status == "completed" and run_problems(run) == []
+
+
+def test_the_dry_run_bound_covers_a_tree_that_splits_everywhere() -> None:
+    with FakeServer(split_everywhere(3), plan_tasks=2) as server:
+        run = tree_run(server, depth=3, workers=2, max_children=3, max_tokens=200)
+    config = SwarmConfig.from_options(**run_options(server, workers=2, depth=3,
+                                                    max_children=3, max_tokens=200))
+    bound = estimate(config, PriceTable.with_overrides(()), [], run.task,
+                     tuple(run.plan), split_spec(3))
+    rows = {(r.role, r.calls): r.tokens for r in bound.roles}
+    assert tree_levels(config, 2) == [2, 6, 18]
+    used = sum(c.usage.total_tokens for c in run.calls if c.role != "planner")
+    made = sum(1 for c in run.calls if c.role == "worker")
+    [workers] = [r for r in bound.roles if r.role == "worker"]
+    assert workers.calls >= made and len(rows) == 4  # planner, workers, merges, reducer
+    assert sum(r.tokens or 0 for r in bound.roles if r.role != "planner") >= used
+    flat = estimate(SwarmConfig.from_options(**run_options(server, workers=2)),
+                    PriceTable.with_overrides(()), [], run.task, tuple(run.plan))
+    assert [r.role for r in flat.roles] == ["planner", "worker", "reducer"]
