@@ -32,7 +32,8 @@ from ..record.events import WorkerSplit
 from ..record.rows import WorkerRecord
 from ..record.steps import child_reducer_step
 from .context import StepContext
-from .reducer import reducer_text, reserve_reducer
+from .reducer import reducer_request, reducer_text, reserve_reducer
+from .reducerinput import input_limit
 from .scaffold import without_scaffold
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker
 
@@ -96,7 +97,7 @@ class ChildSwarms:
         worker.tally.merged = answer
         missing = "" if merged == len(tasks) else (
             f"\n\n(Merged {merged} of the {len(tasks)} sub-tasks' answers: the others did "
-            "not finish, or did not fit the budget.)")
+            "not finish, or did not fit the budget or the reducer's input limit.)")
         return answer + missing + note
 
     async def _children(self, worker: WorkerContext, parent: str, tasks: tuple[str, ...],
@@ -121,6 +122,12 @@ class ChildSwarms:
         how many outputs it merged (fewer when the budget was short)."""
         step = child_reducer_step(worker.id)
         inputs = [(r.index, r.task, reducer_text(r)) for r in done]
+        # One request, within the reducer's input limit: the last outputs are left out
+        # until it fits (the result says how many were merged), never a tree of parts.
+        limit = input_limit(self.context.config, self.context.prices).tokens
+        while len(inputs) > 1 and reducer_request(
+                self.context.config, worker.subtask, inputs).prompt_token_bound() > limit:
+            inputs.pop()
         request, reservation, inputs = await reserve_reducer(self.context, worker.subtask,
                                                              inputs, what=step)
         # No one watches a child reducer's text arrive: not streamed.

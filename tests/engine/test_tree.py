@@ -243,3 +243,20 @@ def test_the_dry_run_bound_covers_a_tree_that_splits_everywhere() -> None:
     flat = estimate(SwarmConfig.from_options(**run_options(server, workers=2)),
                     PriceTable.with_overrides(()), [], run.task, tuple(run.plan))
     assert [r.role for r in flat.roles] == ["planner", "worker", "reducer"]
+
+
+def test_a_child_swarm_merges_what_fits_the_reducers_input_limit() -> None:
+    def long_leaves(request: FakeRequest) -> FakeReply | None:
+        if request.step == "worker-1" and len(request.messages) == 2:
+            return split_reply(["North", "South", "East", "West"])
+        if request.step.startswith("worker-1."):
+            return FakeReply(content="A long regional answer. " * 60)  # ~1,400 bytes
+        return None
+
+    with FakeServer(long_leaves, plan_tasks=1) as server:
+        run = tree_run(server, depth=2, workers=1, reducer_max_input_tokens=4000)
+        [merge] = [r for r in server.requests if r.step == "reducer-of-1"]
+    [split] = run.tool_calls
+    assert split.result is not None and "(Merged 2 of the 4 sub-tasks' answers" in split.result
+    assert "North" in json.dumps(merge.body) and "West" not in json.dumps(merge.body)
+    assert run.status == "completed"
