@@ -16,6 +16,7 @@ from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.engine.estimate import estimate, tree_levels
 from swarmkit.engine.prices import PriceTable
+from swarmkit.engine.subtree import shares
 from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
@@ -126,16 +127,20 @@ def test_a_split_over_max_children_is_cut_and_the_worker_is_told() -> None:
     assert spec["function"]["parameters"]["properties"]["subtasks"]["maxItems"] == 3
 
 
-def test_max_total_workers_caps_the_whole_tree() -> None:
+def test_max_total_workers_caps_the_whole_tree_by_position_not_by_timing() -> None:
     with FakeServer(split_everywhere(4), plan_tasks=3) as server:
-        run = tree_run(server, depth=3, max_total_workers=9)
+        run = tree_run(server, depth=3, max_total_workers=10)
     walked = [w for top in run.workers for w in top.walk()]
-    assert len(walked) == 9 and run.status == "completed"
-    # 3 planned + 4 children of worker 1 + 2 of worker 1.1 (cut); then no room at all.
+    assert len(walked) == 10 and run.status == "completed"
+    # 7 places after the plan: shares 3, 2, 2; worker 1 splits into 3, each child with no
+    # share left; workers 2 and 3 into 2 each.
+    assert [len(top.children) for top in run.workers] == [3, 2, 2]
+    cut = [t for t in run.tool_calls if t.result and "(max_total_workers=10)" in t.result]
+    assert [t.worker_id for t in cut] == ["1", "2", "3"]
     refused = [t for t in run.tool_calls if t.error is not None]
-    assert refused and all("max_total_workers=9" in t.error for t in refused)
-    cut = [t for t in run.tool_calls if t.result and "max_total_workers=9" in t.result]
-    assert len(cut) == 1
+    assert len(refused) == 7 and all("share of the run's tree is full" in t.error
+                                     for t in refused)
+    assert shares(7, 3) == [3, 2, 2] and shares(0, 2) == [0, 0]
 
 
 def test_a_second_split_and_a_bad_split_are_refused_to_the_model() -> None:
