@@ -265,3 +265,11 @@ def test_a_child_swarm_merges_what_fits_the_reducers_input_limit() -> None:
     assert split.result is not None and "(Merged 2 of the 4 sub-tasks' answers" in split.result
     assert "North" in json.dumps(merge.body) and "West" not in json.dumps(merge.body)
     assert run.status == "completed"
+
+
+def test_the_tree_shares_the_runs_rate_limit() -> None:
+    with FakeServer(split_everywhere(2), plan_tasks=2, rpm_limit=8, window=1.0) as server:
+        run = tree_run(server, depth=2, workers=2, concurrency=4, rpm=8, rate_window=1.0)
+    assert run.status == "completed" and len(list(run.walk())) == 6
+    # Every call of the tree, children and their merges included, paced by one limiter.
+    assert server.rejected_429 == 0 and not run.retries
