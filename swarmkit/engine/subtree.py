@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..config.swarmconfig import SwarmConfig
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss
 from ..record.events import WorkerSplit
 from ..record.rows import WorkerRecord
@@ -164,9 +165,9 @@ def _no_split(asked: int, cut_by: str | None, cap: int | None) -> str:
             "nothing was run. Answer your sub-task yourself, or split it into 2 or more.")
 
 
-def _cut_note(asked: int, ran: int, cut_by: str | None, config: object) -> str:
+def _cut_note(asked: int, ran: int, cut_by: str | None, config: SwarmConfig) -> str:
     if cut_by is None:
         return ""
-    cap = getattr(config, cut_by)
+    cap = config.max_children if cut_by == "max_children" else config.max_total_workers
     return (f"\n\nNote: you asked for {asked} sub-tasks; only the first {ran} ran "
             f"({cut_by}={cap}). Cover the rest yourself in your answer.")
