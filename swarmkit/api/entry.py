@@ -142,6 +142,7 @@ async def create_engine(
     tracer_provider = options.pop("tracer_provider", None)
     resume = options.pop("resume", None)
     checks = tuple(options.pop("checks", None) or ())
+    review = options.pop("review", None)  # Plan.run's: the tasks are a reviewed plan
     cassette = None
     defaults_only = config is None
     config = SwarmConfig.from_options(config, env=env, **options)  # checked first
@@ -163,7 +164,7 @@ async def create_engine(
         worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run, budget=shared_budget, stored_task=stored_task,
-                      checks=checks)
+                      checks=checks, review=review)
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
         # results come from the cassette, so no function or MCP server is needed (or
@@ -187,12 +188,15 @@ async def create_engine(
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
+    recorded = store.engine_options()  # in replay: the recorded run's id, review, ...
+    if review is not None:
+        recorded["review"] = review
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
                       adopted=adopted, stored_task=stored_task, checks=checks,
-                      **store.engine_options())
+                      **recorded)
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.

@@ -204,6 +204,9 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config"),
     _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
        "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
+    _o("confirm_over", "usd", "stop for review after the planner when the forecast "
+       "(expected from the history, else the bound) is over this many USD", "USD",
+       on="magic config cli", env="SWARMKIT_CONFIRM_OVER"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

@@ -176,6 +176,9 @@ class SwarmConfig:
     judge_seed: int | None = None
     # How many times a comparison runs each variant (swarmkit.comparison).
     repeat: int = 1
+    # A run whose forecast exceeds this many USD stops after its planner, for review
+    # (swarmkit.api.planning). A gate in front of the run, not part of it: never recorded.
+    confirm_over: Decimal | None = None
 
     def role(self, role: Role) -> RoleConfig:
         if role == "judge":
@@ -239,6 +242,7 @@ class SwarmConfig:
             data["judge"], data["rubric"] = judge, self.rubric
         if self.repeat == 1:
             del data["repeat"]
+        del data["confirm_over"]
         return data
 
     @classmethod

@@ -39,6 +39,8 @@ class Checked(Protocol):
 
     @property
     def budget_usd(self) -> Decimal | None: ...
+    @property
+    def confirm_over(self) -> Decimal | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -113,6 +115,8 @@ def validate_config(config: Checked) -> None:
                      optional=rule.optional)
     if config.budget_usd is not None:
         check_number("budget", config.budget_usd, "a positive USD amount", 0, above=True)
+    if config.confirm_over is not None:
+        check_number("confirm_over", config.confirm_over, "a USD amount, 0 or more", 0)
     urls = [config.role(role).base_url for role in ROLE_NAMES]
     for role, url in zip(ROLE_NAMES, urls, strict=True):
         rc = config.role(role)

@@ -16,7 +16,16 @@ from typing import Any
 
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..errors import BudgetExceeded, ConfigError, PlanError, ProviderError, ReplayMiss
-from ..record.events import Event, PlanReady, RunFinished, RunStarted, ScoreRecorded, Sink
+from ..record.events import (
+    Event,
+    PlanReady,
+    PlanReviewed,
+    RunFinished,
+    RunStarted,
+    ScoreRecorded,
+    Sink,
+)
+from ..record.review import PlanReview
 from ..record.rows import BatchRecord, WorkerRecord
 from ..record.runrecord import RunRecord
 from .batchfanout import check_batch, fan_out_batched
@@ -94,6 +103,7 @@ class Engine:
         adopted: Sequence[BatchRecord] = (),
         stored_task: str | None = None,
         checks: Sequence[Check | Callable[..., Any]] = (),
+        review: PlanReview | None = None,
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
@@ -101,8 +111,14 @@ class Engine:
         run this one resumes, polled rather than sent again. ``stored_task`` is the task
         of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
         task as that one and refuses another (``resumed_task``). ``checks`` score the
-        answer after the reducer, then the judge does (``config.judge``)."""
+        answer after the reducer, then the judge does (``config.judge``). ``review``: the
+        given tasks (``config.tasks``) are a reviewed plan, and the run records how it
+        was reviewed (``RunRecord.review``)."""
+        if review is not None and tuple(review.approved) != config.tasks:
+            raise ConfigError("a reviewed plan runs its approved sub-tasks: give them as "
+                              "tasks (Plan.run does)")
         self.config = config
+        self.review = review
         self.checks = tuple(Check.of(check) for check in checks)
         self.stored_task = stored_task
         self.caller = caller
@@ -245,6 +261,8 @@ class Engine:
         if not self.config.tasks:
             return await make_plan(self.context, task)
         self.emit(PlanReady(self.config.tasks, "", self.now()))
+        if self.review is not None:
+            self.emit(PlanReviewed(self.review, self.now()))
         return self.config.tasks
 
     def _finish(

@@ -138,6 +138,12 @@ class SwarmMagics(Magics):
                     if args.compare else None)
         if args.dry_run:
             return self._dry_run(task, config, args, compared)
+        if config.confirm_over is not None and config.replay is None and not config.tasks:
+            # The notebook's review of a held run is the review widget's (--review).
+            raise UsageError("%%swarm: confirm_over holds the run for a review, which a "
+                             "cell cannot show yet (--review); review it from Python "
+                             "(swarmkit.plan_sync), or unset it: %swarm config "
+                             "confirm_over=none")
         names = (LAST_RUN, *([args.out] if args.out else []))
         handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
                   else ComparisonHandle(task, config, compared, engine_options=engine_options))

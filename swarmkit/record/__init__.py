@@ -8,6 +8,7 @@
     runrecord    ``RunRecord``: the whole run, built only from events, JSON round-trip
     fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
     jsontext     a large record's JSON text, made a piece at a time
+    review       ``PlanReview``: a plan looked at and approved before the fan-out
 
 Values only: nothing here does I/O beyond (de)serialising, and nothing imports a layer
 above ``config``.
@@ -25,6 +26,7 @@ from .events import (
     ConcurrencyChanged,
     Event,
     PlanReady,
+    PlanReviewed,
     RateLimitWait,
     ReducerDelta,
     ReducerStarted,
@@ -37,6 +39,7 @@ from .events import (
     WorkerStarted,
 )
 from .modelcall import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolCallRequest
+from .review import PlanReview
 from .rows import (
     BatchRecord,
     CallRecord,
@@ -66,6 +69,8 @@ __all__ = [
     "ConcurrencyChanged",
     "Event",
     "PlanReady",
+    "PlanReview",
+    "PlanReviewed",
     "RateLimitWait",
     "ReducerDelta",
     "ReducerStarted",

@@ -151,12 +151,12 @@ class CallStore:
         return None if self.player is None else self.player.recorded(request)
 
     def engine_options(self) -> dict[str, Any]:
-        """Engine arguments: in replay, the recorded run id, date and duration."""
+        """Engine arguments: in replay, the recorded run id, date, duration and review."""
         if self.player is None:
             return {}
         cassette = self.player.cassette
         return {"run_id": cassette.run_id, "started_at": cassette.started_at,
-                "recorded_duration": cassette.duration}
+                "recorded_duration": cassette.duration, "review": cassette.review}
 
     # -- model calls -------------------------------------------------------------------------
 

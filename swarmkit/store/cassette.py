@@ -39,6 +39,7 @@ from ..record.fileshapes import (
 )
 from ..record.jsontext import Items, json_pieces, plain
 from ..record.modelcall import CallSource, ChatResponse
+from ..record.review import ApprovedBy, PlanReview
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
 
@@ -83,6 +84,17 @@ class RecordedRetry(TypedDict):
     t: Seconds
 
 
+class RecordedReview(TypedDict):
+    """``PlanReview.to_dict``: a reviewed run's plan as proposed and as approved."""
+
+    proposed: list[str]
+    approved: list[str]
+    edited: Count
+    dropped: Count
+    added: Count
+    approved_by: ApprovedBy
+
+
 class RecordedRun(TypedDict):
     run_id: str
     started_at: str
@@ -90,6 +102,7 @@ class RecordedRun(TypedDict):
     duration: Seconds
     status: NotRequired[str]
     config: NotRequired[RecordedConfig]
+    review: NotRequired[RecordedReview]  # a reviewed run only; its config holds the tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +211,16 @@ class Cassette:
     @property
     def task(self) -> str:
         return str(self.run["task"])
+
+    @property
+    def review(self) -> PlanReview | None:
+        """How the recorded run's plan was reviewed; a replay states it again and asks
+        nothing (the approved sub-tasks are the recorded config's ``tasks``)."""
+        data = self.run.get("review")
+        if not isinstance(data, dict):
+            return None
+        return PlanReview(tuple(data["proposed"]), tuple(data["approved"]), data["edited"],
+                          data["dropped"], data["added"], data["approved_by"])
 
     def resolve_config(self, config: SwarmConfig) -> SwarmConfig:
         """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server;

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._version import __version__
-from ..record.events import CallFinished, CallRetried, Event, RunFinished, RunStarted
+from ..record.events import (
+    CallFinished,
+    CallRetried,
+    Event,
+    PlanReviewed,
+    RunFinished,
+    RunStarted,
+)
 from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from .cassette import Cassette, RecordedCall, RecordedTool
 
@@ -79,6 +86,8 @@ class CassetteBuilder:
                 "run_id": event.run_id, "started_at": event.started_at, "task": event.task,
                 "config": event.config, "status": "running", "duration": 0.0,
             }
+        elif isinstance(event, PlanReviewed) and self._run:
+            self._run["review"] = event.review.to_dict()
         elif isinstance(event, CallRetried):
             self._retries[event.step].append({
                 "step": event.step, "attempt": event.attempt, "error": event.error,
