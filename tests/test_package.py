@@ -52,7 +52,7 @@ def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> N
     out = python(
         "import json, sys, swarmkit\n"
         "names = ('IPython', 'ipywidgets', 'openai', 'nbformat', 'swarmkit.magics',"
-        " 'swarmkit.display.widget')\n"
+        " 'swarmkit.display.widget', 'swarmkit.display.reviewwidget')\n"
         "print(json.dumps([n for n in names if n in sys.modules]))"
     )
     assert json.loads(out) == []
