@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config.wording import counted
 from ..engine.forecast import Forecast
+from ..record.review import review_of
 from .forecastview import FORECAST_HEADERS, forecast_rows, forecast_summary
 from .tablefmt import html_table
 from .theme import STYLE
@@ -36,10 +37,19 @@ ForecastFor = Callable[[Sequence[str]], Forecast]
 _REVIEW_CSS = ("<style>.swarmkit table.sk-forecast td:nth-child(n+3),"
                ".swarmkit table.sk-forecast th:nth-child(n+3){text-align:right;"
                "font-variant-numeric:tabular-nums}"
-               ".swarmkit.sk-review-head{line-height:1.5}"
+               # an HTML widget's text is one 28 px line by default: these parts wrap
+               ".swarmkit.sk-review-part{line-height:1.45;white-space:normal;"
+               "overflow-wrap:anywhere}"
+               ".sk-review-html>.jupyter-widget-html-content,.sk-review-html>"
+               ".widget-html-content{min-width:0;overflow:hidden}"
                ".swarmkit .sk-review-task{overflow:hidden;text-overflow:ellipsis;"
-               "white-space:nowrap;max-width:100%}</style>")
-_ROW_CHARS = 70  # about what a box shows per line at 800 px: a longer text gets more rows
+               "white-space:nowrap;max-width:100%}"
+               # the boxes in the page's own font, as tall as their text (where the
+               # browser can size a box to its content; elsewhere ``rows`` does)
+               ".sk-review-box textarea{font-family:var(--jp-ui-font-family,sans-serif);"
+               "field-sizing:content;min-height:2.1em;max-height:9em;resize:vertical}"
+               "</style>")
+_ROW_CHARS = 60  # about what a box shows per line: a longer text gets more rows
 
 
 def review_label(count: int) -> str:
@@ -59,6 +69,14 @@ def _review_box_class() -> type:
                     " and run _swarm_plan.run_sync(approved_by='review') instead>")
 
     return ReviewBox
+
+
+def _html(widgets: Any) -> Any:
+    """An HTML part no wider than the review, however long its text: the task's line is
+    cut, the forecast's table scrolls sideways (min-width 0 on it and its content)."""
+    part = widgets.HTML(layout=widgets.Layout(min_width="0"))
+    part.add_class("sk-review-html")
+    return part
 
 
 def _box_rows(text: str) -> int:
@@ -88,17 +106,17 @@ class ReviewView:
         self._on_run = on_run
         self._on_replan = on_replan
         self._on_cancel = on_cancel
-        self._proposed = len(tasks)
+        self._proposed = tuple(tasks)
         self._redrawing = False
         self.keeps: list[Any] = []  # one Checkbox per row
         self.boxes: list[Any] = []  # one Textarea per row
-        self.header = widgets.HTML()
+        self.header = _html(widgets)
         self.rows = widgets.VBox(layout=widgets.Layout(width="100%"))
         self.add_button = widgets.Button(
             description="Add a sub-task", icon="plus", tooltip="Add an empty sub-task below",
-            layout=widgets.Layout(width="auto"))
+            layout=widgets.Layout(width="auto", align_self="flex-start", margin="2px 0 6px 0"))
         self.add_button.on_click(self._add_clicked)
-        self.forecast = widgets.HTML()
+        self.forecast = _html(widgets)
         self.note = widgets.Text(
             placeholder="a note for the planner (Re-plan)",
             layout=widgets.Layout(flex="1 1 16em", width="auto", min_width="12em"))
@@ -115,7 +133,7 @@ class ReviewView:
             description="Cancel", icon="times", tooltip="Send nothing more; keep the plan",
             layout=widgets.Layout(width="auto", flex="0 0 auto"))
         self.cancel_button.on_click(self._cancel_clicked)
-        self.status = widgets.HTML()
+        self.status = _html(widgets)
         wrap = widgets.Layout(flex_flow="row wrap", align_items="center", width="100%",
                               grid_gap="4px")
         actions = widgets.HBox(
@@ -139,7 +157,7 @@ class ReviewView:
         import ipywidgets as widgets
 
         if plan_id is not None:
-            self.plan_id, self._proposed = plan_id, len(tasks)
+            self.plan_id, self._proposed = plan_id, tuple(tasks)
         if forecast_for is not None:
             self._forecast_for = forecast_for
         self._redrawing = True
@@ -162,6 +180,7 @@ class ReviewView:
             width="2.2em", flex="0 0 auto", margin="0 2px 0 0"))
         box = widgets.Textarea(value=text, rows=_box_rows(text), placeholder="a sub-task",
                                layout=widgets.Layout(flex="1 1 auto", width="auto"))
+        box.add_class("sk-review-box")
         keep.observe(self._edited, names="value")
         box.observe(self._edited, names="value")
         self.keeps.append(keep)
@@ -181,16 +200,22 @@ class ReviewView:
         kept = self.kept()
         self.run_button.description = review_label(len(kept))
         self.run_button.disabled = not kept or self.cancel_button.disabled
-        self.header.value = self._header_html(len(kept))
+        self.header.value = self._header_html(kept)
         self.forecast.value = _forecast_html(self._forecast_for(kept))
 
-    def _header_html(self, kept: int) -> str:
-        figures = [f"{counted(self._proposed, 'sub-task')} proposed", f"{kept} kept"]
+    def _header_html(self, kept: list[str]) -> str:
+        """The counts a run's review will record (``record.review``), as they stand."""
+        edits = review_of(self._proposed, kept, "review")
+        figures = [f"{counted(len(self._proposed), 'sub-task')} proposed",
+                   *(f"{count} {what}" for what, count in (
+                       ("edited", edits.edited), ("dropped", edits.dropped),
+                       ("added", edits.added)) if count),
+                   f"{len(kept)} to run"]
         plan = f" · plan <code>{html.escape(self.plan_id)}</code>" if self.plan_id else ""
         reason = ("" if not self.reason else
                   f'<div class="sk-warn">held for review: {html.escape(self.reason)}</div>')
         task = html.escape(" ".join(self.task.split()), quote=True)
-        return (f'{STYLE}{_REVIEW_CSS}<div class="swarmkit sk-review-head">'
+        return (f'{STYLE}{_REVIEW_CSS}<div class="swarmkit sk-review-part">'
                 f"<b>Review the plan</b> · {' · '.join(figures)}{plan}{reason}"
                 f'<div class="sk-note sk-review-task" title="{task}">task: {task}</div>'
                 "</div>")
@@ -246,7 +271,7 @@ class ReviewView:
     def say(self, text: str, *, error: bool = False) -> None:
         klass = "sk-error" if error else "sk-note"
         self.status.value = ("" if not text else
-                             f'<div class="swarmkit"><span class="{klass}">'
+                             f'<div class="swarmkit sk-review-part"><span class="{klass}">'
                              f"{html.escape(text)}</span></div>")
 
     def discard(self) -> None:
@@ -257,6 +282,6 @@ class ReviewView:
 
 def _forecast_html(forecast: Forecast) -> str:
     table = html_table(forecast_rows(forecast), FORECAST_HEADERS, css="sk-forecast")
-    return (f'<div class="swarmkit">{table}'
+    return (f'<div class="swarmkit sk-review-part">{table}'
             f'<div class="sk-note">{html.escape(forecast_summary(forecast))}</div></div>')
 

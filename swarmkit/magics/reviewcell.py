@@ -206,9 +206,13 @@ class Review:
             self.view.ready(str(exc), error=True)
             return
         self.state = "running"
-        self.view.busy(f"running {counted(len(review.approved), 'worker')}…")
-        self.handle = self.start(review)
+        # A line between the review and the dashboard: JupyterLab renders a widget put
+        # in place of another widget with the same renderer, which the review's closing
+        # would then dispose of, taking the dashboard with it.
+        publish(({"text/plain": f"starting {counted(len(review.approved), 'worker')}…"}, {}),
+                self.display_id, update=True)
         self.view.discard()
+        self.handle = self.start(review)
 
     def start(self, review: PlanReview) -> SwarmHandle:
         """``Plan.run``'s run, through a handle so Cancel and Stop reach its engine: the

@@ -90,6 +90,8 @@ def test_edited_unticked_and_added_subtasks_run_exactly_with_no_second_planner_c
     view.boxes[-1].value = "The Amazon, its basin"
     assert view.run_button.description == "Run 3 workers"
     assert "forecast for 3 workers" in view.forecast.value
+    assert ("3 sub-tasks proposed · 1 edited · 1 dropped · 1 added · 3 to run"
+            in view.header.value)  # what the run's review will record
     # The boxes write the Plan's list as they change.
     assert shell.user_ns["_swarm_plan"].tasks == [
         "The Nile, its length", PROPOSED[2], "The Amazon, its basin"]
@@ -258,8 +260,9 @@ def test_background_review_reviews_first_then_runs_in_the_background(
         handle = shell.user_ns["_swarm_handle"]
         run = handle.result()
     assert shell.user_ns["r"] is run and shell.user_ns["_swarm"] is run
-    # The same output: a line while it runs, then the tables in its place.
-    placeholder, final = captured.outputs
+    # The same output: a line while it starts, one while it runs, then the tables.
+    starting, placeholder, final = captured.outputs
+    assert starting.data["text/plain"] == "starting 2 workers…"
     assert placeholder.data["text/plain"].startswith("swarm running in the background")
     assert final.data["text/plain"] == run.tables().text()
     assert sent_subtasks(server) == PROPOSED[1:]
