@@ -47,10 +47,8 @@ def over_threshold(forecast: Forecast, limit: Decimal) -> str | None:
                 f"be over confirm_over {format_cost(limit)}")
     if figure <= limit:
         return None
-    basis = "expected, " + forecast.basis if which == "expected" else (
-        "the bound: " + forecast.basis)
-    return (f"the forecast for {workers} is {format_cost(figure)} ({basis}), over "
-            f"confirm_over {format_cost(limit)}")
+    return (f"the forecast for {workers} is {which} {format_cost(figure)} "
+            f"({forecast.basis}), over confirm_over {format_cost(limit)}")
 
 
 async def run(task: str = "", *, plan: Plan | None = None, **options: Any) -> Run:

@@ -91,11 +91,10 @@ class Plan:
                               f"not {approved_by!r}")
         return review_of(self.proposed, self.approved(), approved_by)
 
-    async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
-                  ) -> Run:
-        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
-        the plan was not looked at (a forecast under ``confirm_over``), no review is
-        recorded."""
+    def run_options(self, approved_by: ApprovedBy | None = "python", **overrides: Any
+                    ) -> dict[str, Any]:
+        """The options of the run of ``tasks`` (``create_engine``'s keywords): the plan's
+        own, ``overrides``, the approved sub-tasks and their review."""
         refused = [name for name in _REPLANNING if name in overrides]
         if refused:
             raise ConfigError(f"Plan.run: {refused[0]}= would make another plan; edit "
@@ -104,8 +103,14 @@ class Plan:
         approved = self.approved() if review is None else review.approved
         options = {k: v for k, v in self.options.items() if k not in _REPLANNING}
         options.pop("confirm_over", None)  # this plan is the confirmation
-        return await run(self.task, **{**options, **overrides}, tasks=list(approved),
-                         review=review)
+        return {**options, **overrides, "tasks": list(approved), "review": review}
+
+    async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
+                  ) -> Run:
+        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
+        the plan was not looked at (a forecast under ``confirm_over``), no review is
+        recorded."""
+        return await run(self.task, **self.run_options(approved_by, **overrides))
 
     def run_sync(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
                  ) -> Run:
