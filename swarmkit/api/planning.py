@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.tasks import given_tasks
-from ..display.forecastview import forecast_lines
+from ..display.forecastview import forecast_lines, plan_html
 from ..engine.background import run_blocking
 from ..engine.forecast import CompletionHistory, Forecast, forecast
 from ..engine.prices import PriceTable
@@ -129,10 +129,19 @@ class Plan:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(plan_text(self))
 
+    def _repr_html_(self) -> str:
+        return plan_html(_title(self), self.tasks, self.forecast)
+
+
+def _title(plan: Plan) -> str:
+    edited = "" if plan.plan == plan.proposed else f" (edited from {len(plan.proposed)})"
+    return (f"plan {plan.run_id}: {len(plan.tasks)} sub-task"
+            f"{'' if len(plan.tasks) == 1 else 's'}{edited}")
+
 
 def plan_text(plan: Plan) -> str:
     """The plan and its forecast as text (the terminal's prompt shows this)."""
-    lines = [f"plan {plan.run_id}: {len(plan.tasks)} of {len(plan.proposed)} sub-tasks",
+    lines = [_title(plan),
              *(f"{i}. {t}" for i, t in enumerate(plan.tasks, start=1)), "",
              *forecast_lines(plan.forecast)]
     return "\n".join(lines)

@@ -153,3 +153,16 @@ def test_the_review_is_one_line_in_the_tables_jswarm_show_and_diff(tmp_path: Pat
     for what in ("kept", "edited", "dropped", "added"):
         assert what in text
     assert "The Mekong" in text and "plan edits in A" not in text
+
+
+def test_a_plan_shows_its_sub_tasks_and_forecast_as_text_and_html() -> None:
+    with swarmkit.testing.FakeServer(plan_tasks=2) as server:
+        plan = swarmkit.plan_sync("Name <b>rivers</b>", **options(server, history=False))
+    plan.tasks.append("A <script> sub-task")
+    text, page = repr(plan), plan._repr_html_()
+    assert f"plan {plan.run_id}: 3 sub-tasks (edited from 2)" in text
+    assert "3. A <script> sub-task" in text and "at most" in text
+    assert "no history kept (history off): the bound only" in text
+    assert "&lt;script&gt;" in page and "<script>" not in page
+    forecast = plan.forecast_for(["one", "  ", "two"])  # blank boxes are left out
+    assert forecast.workers == 2 and plan.forecast.workers == 3
