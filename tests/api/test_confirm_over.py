@@ -56,3 +56,9 @@ def test_a_config_threshold_and_given_tasks() -> None:
 def test_a_bad_threshold_is_one_line() -> None:
     with pytest.raises(ConfigError, match="confirm_over must be a USD amount"):
         swarmkit.run_sync("x", confirm_over="lots")
+
+
+def test_a_comparison_refuses_confirm_over_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="compare: confirm_over holds one run's plan"):
+        swarmkit.compare_sync("x", variants=[{"model": "a"}, {"model": "b"}],
+                              confirm_over="0.01")
