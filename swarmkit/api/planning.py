@@ -48,6 +48,11 @@ class Plan:
       return the ``Run``; ``approved_by`` is ``"python"`` (the default), ``"review"``
       (the notebook's widget) or ``"yes"`` (the terminal); ``overrides`` are run options
       (``concurrency=``, ``sinks=``, ...), never ones that would make another plan;
+      ``approved_by=None`` runs it unreviewed (no ``Run.review``);
+    - ``run_options(approved_by, **overrides)``: the same run as ``create_engine``'s
+      keywords (``tasks=`` the approved sub-tasks, ``review=`` the PlanReview), for a
+      front end that builds the engine itself (the magic's live view, the terminal);
+      it raises a one-line ConfigError for blank sub-tasks or a refused override;
     - ``replan(note=None)`` / ``await areplan(note)``: ask the planner again (the note
       added to its prompt) and return a new Plan; this one is left as it is;
     - ``run_id``: the plan's record in the history (``planned``; ``plan_from=`` takes it);
