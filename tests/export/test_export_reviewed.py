@@ -11,7 +11,7 @@ import pytest
 
 import swarmkit
 from swarmkit.store import Cassette
-from swarmkit.testing import FakeServer
+from swarmkit.testing import FakeServer, swarm_shell
 from tests.support.notebooks import offline_env, run_nbval
 
 pytestmark = pytest.mark.kernel
@@ -36,6 +36,10 @@ def test_a_reviewed_run_exports_a_notebook_that_replays_with_no_question(
     shown = "\n".join(str(o.get("data", {}).get("text/plain", "")) for c in cells
                       if c.cell_type == "code" for o in c.get("outputs", []))
     assert "plan reviewed: 3 proposed · 1 edited · 1 added" in shown
+    shell = swarm_shell()  # %swarm export writes the same notebook from a Run variable
+    shell.user_ns["reviewed"] = run
+    again = shell.run_line_magic("swarm", f"export reviewed {tmp_path / 'magic.ipynb'}")
+    assert Cassette.load(again.cassettes[0]).review == run.review
     env = offline_env(pythonpath=[Path(swarmkit.__file__).parent.parent])
-    checked = run_nbval(result.notebook.name, cwd=tmp_path, env=env)
+    checked = run_nbval(result.notebook.name, "magic.ipynb", cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
