@@ -149,3 +149,8 @@ def test_under_the_threshold_it_runs_unasked_with_no_review(tmp_path: Path) -> N
         assert server.count("planner") == 1 and server.count("worker-*") == 2
     assert done.returncode == EXIT_OK, done.stderr
     assert "plan reviewed" not in done.stdout
+
+
+def test_run_help_names_confirm_over_and_yes() -> None:
+    text = swarmkit_cli("run", "--help").stdout
+    assert "--confirm-over USD" in text and "--yes" in text
