@@ -109,3 +109,11 @@ def test_quick_scrub_benchmark_prints_each_reply_and_the_per_call_ratio() -> Non
                   "streamed 5 KB (40-char pieces)"):
         assert reply in out, out
     assert "ratio now / d726c9e: CPU per call" in out, out
+
+
+@pytest.mark.slow  # one process, a FakeServer and seven small runs: a few seconds
+def test_quick_forecast_benchmark_prints_both_ratios() -> None:
+    out = quick("forecast.py")
+    assert "expected/spent over 4 runs: median" in out, out
+    assert "bound/spent over 4 runs: median" in out, out
+    assert "from 6 earlier runs of gpt-4.1-mini in this history" in out, out

@@ -47,14 +47,20 @@ def over_threshold(forecast: Forecast, limit: Decimal) -> str | None:
                 f"be over confirm_over {format_cost(limit)}")
     if figure <= limit:
         return None
-    basis = "expected, " + forecast.basis if which == "expected" else (
-        "the bound: " + forecast.basis)
-    return (f"the forecast for {workers} is {format_cost(figure)} ({basis}), over "
-            f"confirm_over {format_cost(limit)}")
+    return (f"the forecast for {workers} is {which} {format_cost(figure)} "
+            f"({forecast.basis}), over confirm_over {format_cost(limit)}")
 
 
 async def run(task: str = "", *, plan: Plan | None = None, **options: Any) -> Run:
-    """Run a swarm and return its Run (see :func:`swarmkit.api.entry.run` for options).
+    """Run a planner → workers → reducer swarm and return its Run.
+
+    Options are the public names (``model=``, ``workers=``, ``concurrency=``,
+    ``budget=``, ``base_url=``, ``api_key_env=``, per-role ``planner_model=`` ...; the
+    README's options table). Every run is kept in the history database
+    (``history_path``, default ``.swarmkit/history.db``; ``history=False`` turns it off).
+    ``cache=True`` serves identical requests from it at $0; ``record=`` writes a
+    cassette, ``replay=`` replays one with no network. ``resume=RUN`` continues an
+    earlier run. ``checks=[...]`` and ``judge=MODEL`` score the answer (``Run.scores``).
 
     ``plan=``: run a :class:`~swarmkit.api.planning.Plan` (``swarmkit.plan``), exactly its
     ``tasks``, with no second planner call. ``confirm_over=USD``: when the forecast of

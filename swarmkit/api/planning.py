@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.tasks import given_tasks
-from ..display.forecastview import forecast_lines
+from ..display.forecastview import forecast_lines, plan_html
 from ..engine.background import run_blocking
 from ..engine.forecast import CompletionHistory, Forecast, forecast
 from ..engine.prices import PriceTable
@@ -48,6 +48,11 @@ class Plan:
       return the ``Run``; ``approved_by`` is ``"python"`` (the default), ``"review"``
       (the notebook's widget) or ``"yes"`` (the terminal); ``overrides`` are run options
       (``concurrency=``, ``sinks=``, ...), never ones that would make another plan;
+      ``approved_by=None`` runs it unreviewed (no ``Run.review``);
+    - ``run_options(approved_by, **overrides)``: the same run as ``create_engine``'s
+      keywords (``tasks=`` the approved sub-tasks, ``review=`` the PlanReview), for a
+      front end that builds the engine itself (the magic's live view, the terminal);
+      it raises a one-line ConfigError for blank sub-tasks or a refused override;
     - ``replan(note=None)`` / ``await areplan(note)``: ask the planner again (the note
       added to its prompt) and return a new Plan; this one is left as it is;
     - ``run_id``: the plan's record in the history (``planned``; ``plan_from=`` takes it);
@@ -91,11 +96,10 @@ class Plan:
                               f"not {approved_by!r}")
         return review_of(self.proposed, self.approved(), approved_by)
 
-    async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
-                  ) -> Run:
-        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
-        the plan was not looked at (a forecast under ``confirm_over``), no review is
-        recorded."""
+    def run_options(self, approved_by: ApprovedBy | None = "python", **overrides: Any
+                    ) -> dict[str, Any]:
+        """The options of the run of ``tasks`` (``create_engine``'s keywords): the plan's
+        own, ``overrides``, the approved sub-tasks and their review."""
         refused = [name for name in _REPLANNING if name in overrides]
         if refused:
             raise ConfigError(f"Plan.run: {refused[0]}= would make another plan; edit "
@@ -104,8 +108,14 @@ class Plan:
         approved = self.approved() if review is None else review.approved
         options = {k: v for k, v in self.options.items() if k not in _REPLANNING}
         options.pop("confirm_over", None)  # this plan is the confirmation
-        return await run(self.task, **{**options, **overrides}, tasks=list(approved),
-                         review=review)
+        return {**options, **overrides, "tasks": list(approved), "review": review}
+
+    async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
+                  ) -> Run:
+        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
+        the plan was not looked at (a forecast under ``confirm_over``), no review is
+        recorded."""
+        return await run(self.task, **self.run_options(approved_by, **overrides))
 
     def run_sync(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
                  ) -> Run:
@@ -124,10 +134,19 @@ class Plan:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(plan_text(self))
 
+    def _repr_html_(self) -> str:
+        return plan_html(_title(self), self.tasks, self.forecast)
+
+
+def _title(plan: Plan) -> str:
+    edited = "" if plan.plan == plan.proposed else f" (edited from {len(plan.proposed)})"
+    return (f"plan {plan.run_id}: {len(plan.tasks)} sub-task"
+            f"{'' if len(plan.tasks) == 1 else 's'}{edited}")
+
 
 def plan_text(plan: Plan) -> str:
     """The plan and its forecast as text (the terminal's prompt shows this)."""
-    lines = [f"plan {plan.run_id}: {len(plan.tasks)} of {len(plan.proposed)} sub-tasks",
+    lines = [_title(plan),
              *(f"{i}. {t}" for i, t in enumerate(plan.tasks, start=1)), "",
              *forecast_lines(plan.forecast)]
     return "\n".join(lines)

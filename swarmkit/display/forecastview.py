@@ -1,16 +1,21 @@
 """A forecast shown: a row per role with the expected cost next to the bound, and its basis.
 
-The terminal's confirmation, ``Plan``'s repr and the dry run's table read these rows,
-so every view states the two figures the same way.
+A ``Plan``'s text and HTML (the terminal's confirmation prints the text) read these
+rows, so both state the two figures the same way.
 """
 
 from __future__ import annotations
 
+import html
+from collections.abc import Sequence
+
 from ..config.wording import counted
 from ..engine.forecast import Forecast
-from .tablefmt import format_cost, render_table
+from .tablefmt import format_cost, html_table, render_table
+from .theme import STYLE
 
-__all__ = ["FORECAST_HEADERS", "forecast_lines", "forecast_rows", "forecast_summary"]
+__all__ = ["FORECAST_HEADERS", "forecast_html", "forecast_lines", "forecast_rows",
+           "forecast_summary", "plan_html"]
 
 FORECAST_HEADERS = ("role", "model", "calls", "expected", "at most", "")
 
@@ -43,3 +48,16 @@ def forecast_lines(forecast: Forecast) -> list[str]:
     """The table and the summary line, as text lines."""
     table = render_table(forecast_rows(forecast), FORECAST_HEADERS, "simple")
     return [*table.splitlines(), forecast_summary(forecast)]
+
+
+def forecast_html(forecast: Forecast) -> str:
+    """The table and the summary line as HTML."""
+    return (html_table(forecast_rows(forecast), FORECAST_HEADERS, css="sk-roles")
+            + f'<p class="sk-note">{html.escape(forecast_summary(forecast))}</p>')
+
+
+def plan_html(title: str, tasks: Sequence[str], forecast: Forecast) -> str:
+    """A plan's sub-tasks, numbered, and its forecast: how a ``Plan`` shows itself."""
+    items = "".join(f"<li>{html.escape(task)}</li>" for task in tasks)
+    return (f'<div class="swarmkit">{STYLE}<p><b>{html.escape(title)}</b></p>'
+            f"<ol>{items}</ol>{forecast_html(forecast)}</div>")

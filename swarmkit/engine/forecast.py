@@ -48,14 +48,32 @@ _PER_REQUEST = 3
 @dataclass(frozen=True, slots=True)
 class Learned:
     """The completion tokens of earlier calls of one model in one role, newest first,
-    and how many earlier runs they come from."""
+    each with the ``max_tokens`` it was asked under (None: not known), and how many
+    earlier runs they come from."""
 
     completions: tuple[int, ...]
     runs: int
+    caps: tuple[int | None, ...] = ()
 
     def mean(self, cap: int | None) -> float:
-        """The mean completion, each call first cut to ``cap`` (this run's max_tokens)."""
-        values = [v if cap is None else min(v, cap) for v in self.completions]
+        """The mean completion of a call under ``cap`` (this run's max_tokens).
+
+        A call that wrote its whole ``max_tokens`` was cut there: under a larger cap it
+        would have written more, by an unknown amount. It counts as the mean of the
+        calls known to have gone past that point (cut to ``cap``), or as its cut where
+        there is none; every other call counts as it was, cut to ``cap``."""
+        caps = self.caps or (None,) * len(self.completions)
+        known: list[int] = []
+        cut_short: list[int] = []  # cut below this run's cap: how far they went is unknown
+        for value, asked in zip(self.completions, caps, strict=True):
+            if asked is not None and value >= asked and (cap is None or asked < cap):
+                cut_short.append(asked)
+            else:
+                known.append(value if cap is None else min(value, cap))
+        values = list(known)
+        for point in cut_short:
+            beyond = [v for v in known if v >= point]
+            values.append(sum(beyond) / len(beyond) if beyond else point)
         return sum(values) / len(values) if values else 0.0
 
 

@@ -51,6 +51,21 @@ class PlanReview:
         return (f"plan reviewed: {' · '.join(parts)} "
                 f"({counted(len(self.approved), 'sub-task')} run, approved {how})")
 
+    def edits(self) -> list[tuple[str, str, str]]:
+        """``(proposed, approved, what)`` per sub-task, in order: what is ``kept``,
+        ``edited``, ``dropped`` (approved empty) or ``added`` (proposed empty)."""
+        rows: list[tuple[str, str, str]] = []
+        for op, before, after in _aligned(self.proposed, self.approved):
+            if op == "equal":
+                rows += [(t, t, "kept") for t in before]
+                continue
+            paired = min(len(before), len(after))
+            rows += [(b, a, "edited") for b, a in zip(before[:paired], after[:paired],
+                                                      strict=True)]
+            rows += [(b, "", "dropped") for b in before[paired:]]
+            rows += [("", a, "added") for a in after[paired:]]
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         return {"proposed": list(self.proposed), "approved": list(self.approved),
                 "edited": self.edited, "dropped": self.dropped, "added": self.added,
@@ -65,17 +80,15 @@ def review_of(proposed: tuple[str, ...] | list[str], approved: tuple[str, ...] |
     another in the same place counts as edited, one with no counterpart as dropped, an
     approved one with none as added. So editing one box, unticking one and adding one
     reads ``1 edited · 1 dropped · 1 added``."""
-    before, after = tuple(proposed), tuple(approved)
-    edited = dropped = added = 0
+    kinds = [what for _, _, what in PlanReview(tuple(proposed), tuple(approved), 0, 0, 0,
+                                               approved_by).edits()]
+    return PlanReview(tuple(proposed), tuple(approved), kinds.count("edited"),
+                      kinds.count("dropped"), kinds.count("added"), approved_by)
+
+
+def _aligned(before: tuple[str, ...], after: tuple[str, ...]
+             ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """The two lists as a diff: ``(op, proposed part, approved part)``, in order."""
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    for op, a0, a1, b0, b1 in matcher.get_opcodes():
-        if op == "replace":
-            paired = min(a1 - a0, b1 - b0)
-            edited += paired
-            dropped += (a1 - a0) - paired
-            added += (b1 - b0) - paired
-        elif op == "delete":
-            dropped += a1 - a0
-        elif op == "insert":
-            added += b1 - b0
-    return PlanReview(before, after, edited, dropped, added, approved_by)
+    return [(op, before[a0:a1], after[b0:b1])
+            for op, a0, a1, b0, b1 in matcher.get_opcodes()]

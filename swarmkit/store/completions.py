@@ -25,8 +25,12 @@ log = logging.getLogger("swarmkit")
 RECENT_RUNS = 10  # per model and role: recent runs say more about today's prompts
 _ROWS = 20_000  # calls read at most, newest first
 
+# The max_tokens each call was asked under, from its run's recorded config: a call that
+# wrote all of it was cut there (engine.forecast.Learned.mean).
 _QUERY = (
-    "SELECT calls.run_id, calls.role, calls.model, calls.completion_tokens FROM calls "
+    "SELECT calls.run_id, calls.role, calls.model, calls.completion_tokens, "
+    "CASE calls.role WHEN 'worker' THEN json_extract(runs.config, '$.worker.max_tokens') "
+    "ELSE json_extract(runs.config, '$.reducer.max_tokens') END AS asked FROM calls "
     "JOIN runs ON runs.run_id = calls.run_id "
     "WHERE calls.error IS NULL AND calls.completion_tokens IS NOT NULL "
     "AND calls.role IN ('worker', 'reducer') "
@@ -47,6 +51,7 @@ def completion_history(path: str | os.PathLike[str] | None) -> CompletionHistory
         return CompletionHistory()
     runs: dict[tuple[str, str], list[str]] = defaultdict(list)
     tokens: dict[tuple[str, str], list[int]] = defaultdict(list)
+    caps: dict[tuple[str, str], list[int | None]] = defaultdict(list)
     for row in rows:
         key = (str(row["role"]), str(row["model"]))
         seen = runs[key]
@@ -55,5 +60,8 @@ def completion_history(path: str | os.PathLike[str] | None) -> CompletionHistory
                 continue
             seen.append(str(row["run_id"]))
         tokens[key].append(int(row["completion_tokens"]))
-    return CompletionHistory({key: Learned(tuple(values), len(runs[key]))
+        asked = row["asked"]
+        caps[key].append(asked if isinstance(asked, int) and not isinstance(asked, bool)
+                         else None)
+    return CompletionHistory({key: Learned(tuple(values), len(runs[key]), tuple(caps[key]))
                               for key, values in tokens.items()})

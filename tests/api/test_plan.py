@@ -117,3 +117,52 @@ def test_review_counts_align_edits_drops_and_additions() -> None:
     assert (review.edited, review.dropped, review.added) == (1, 1, 1)
     same = review_of(["a", "b"], ["a", "b"], "yes")
     assert not same.changed and "approved as proposed" in same.line()
+
+
+def test_the_review_is_one_line_in_the_tables_jswarm_show_and_diff(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from swarmkit.testing import swarm_shell
+    from tests.cli.test_cli import ROOT, child_env
+
+    history = str(tmp_path / "h.db")
+    with swarmkit.testing.FakeServer(plan_tasks=4) as server:
+        plan = swarmkit.plan_sync("Name rivers", **options(server, history_path=history))
+        plan.tasks[1] = "The Danube"
+        del plan.tasks[2]
+        plan.tasks.append("The Mekong")
+        run = plan.run_sync(approved_by="review")
+        plain = swarmkit.run_sync("Name rivers", **options(server, history_path=history))
+    line = "plan reviewed: 4 proposed · 1 edited · 1 dropped · 1 added"
+    assert line in str(run) and line in run._repr_html_()
+    assert "approved in the review" in str(run)
+    assert "plan reviewed" not in str(plain) + plain._repr_html_()
+    shown = subprocess.run([sys.executable, "-m", "swarmkit", "show", run.run_id,
+                            "--history-path", history], capture_output=True, text=True,
+                           env=child_env(), cwd=ROOT, timeout=120, check=True)
+    assert line in shown.stdout
+    shell = swarm_shell()
+    shell.run_line_magic("swarm", f"config history_path={history}")
+    try:
+        diff = shell.run_line_magic("swarm", f"diff {plain.run_id} {run.run_id}")
+    finally:
+        shell.run_line_magic("swarm", "config history_path=none")
+    text = diff.text()
+    assert f"plan edits in B ({line}" in text
+    for what in ("kept", "edited", "dropped", "added"):
+        assert what in text
+    assert "The Mekong" in text and "plan edits in A" not in text
+
+
+def test_a_plan_shows_its_sub_tasks_and_forecast_as_text_and_html() -> None:
+    with swarmkit.testing.FakeServer(plan_tasks=2) as server:
+        plan = swarmkit.plan_sync("Name <b>rivers</b>", **options(server, history=False))
+    plan.tasks.append("A <script> sub-task")
+    text, page = repr(plan), plan._repr_html_()
+    assert f"plan {plan.run_id}: 3 sub-tasks (edited from 2)" in text
+    assert "3. A <script> sub-task" in text and "at most" in text
+    assert "no history kept (history off): the bound only" in text
+    assert "&lt;script&gt;" in page and "<script>" not in page
+    forecast = plan.forecast_for(["one", "  ", "two"])  # blank boxes are left out
+    assert forecast.workers == 2 and plan.forecast.workers == 3
