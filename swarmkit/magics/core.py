@@ -270,8 +270,8 @@ class SwarmMagics(Magics):
                    "names": names, "live": live}
         review = (Review(self, made=made, **options) if args.review else
                   Review.held(self, made, config.confirm_over, **options))
-        if review is None:
-            return config.with_options(tasks=list(made.approved()))
+        if review is None:  # as Plan.run(approved_by=None) would: no review recorded
+            return config.with_options(tasks=made.run_options(None)["tasks"])
         review.show()
         return None
 

@@ -34,7 +34,6 @@ from ..config.wording import counted
 from ..display.reviewwidget import ReviewView
 from ..engine.background import background_loop
 from ..errors import ConfigError
-from ..record.review import PlanReview
 from .bridge import SwarmHandle
 from .flags import COMPARE_WHY, SwarmArgs
 from .output import publish, publish_widget
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     import concurrent.futures
 
 __all__ = ["PLAN_VARIABLE", "Review", "ReviewHost", "WatchedTasks", "holds_for_review",
-           "plan_in_cell"]
+           "plan_handle", "plan_in_cell"]
 
 PLAN_VARIABLE = "_swarm_plan"
 
@@ -88,6 +87,14 @@ def _notifying(name: str) -> Callable[..., Any]:
 for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend",
               "insert", "pop", "remove", "clear", "sort", "reverse"):
     setattr(WatchedTasks, _name, _notifying(_name))
+
+
+def plan_handle(task: str, options: dict[str, Any]) -> SwarmHandle:
+    """The handle of a Plan's run (``Plan.run_options``: the approved sub-tasks, their
+    review), so the live view's buttons and ``%swarm cancel`` reach its engine."""
+    engine_options = dict(options)
+    config = engine_options.pop("config").with_options(tasks=engine_options.pop("tasks"))
+    return SwarmHandle(task, config, engine_options=engine_options)
 
 
 def holds_for_review(args: SwarmArgs, config: SwarmConfig,
@@ -201,7 +208,7 @@ class Review:
             return
         self._adopt_assigned()
         try:
-            review = self.plan.review("review")
+            options = self.plan.run_options("review")
         except ConfigError as exc:  # e.g. every box blank: say it, keep the review
             self.view.ready(str(exc), error=True)
             return
@@ -209,18 +216,11 @@ class Review:
         # A line between the review and the dashboard: JupyterLab renders a widget put
         # in place of another widget with the same renderer, which the review's closing
         # would then dispose of, taking the dashboard with it.
-        publish(({"text/plain": f"starting {counted(len(review.approved), 'worker')}…"}, {}),
-                self.display_id, update=True)
+        workers = counted(len(options["tasks"]), "worker")
+        publish(({"text/plain": f"starting {workers}…"}, {}), self.display_id, update=True)
         self.view.discard()
-        self.handle = self.start(review)
-
-    def start(self, review: PlanReview) -> SwarmHandle:
-        """``Plan.run``'s run, through a handle so Cancel and Stop reach its engine: the
-        approved sub-tasks as given tasks, the review recorded with them."""
-        config = self.config.with_options(tasks=list(review.approved))
-        handle = SwarmHandle(self.task, config,
-                             engine_options={**self.engine_options, "review": review})
-        return self.magics.run_in_output(handle, self.names, self.display_id, self.live)
+        self.handle = self.magics.run_in_output(
+            plan_handle(self.task, options), self.names, self.display_id, self.live)
 
     def replan(self, note: str | None) -> None:
         if self.state != "waiting":

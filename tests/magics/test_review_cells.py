@@ -1,11 +1,10 @@
 """The notebook's side of a reviewed plan that is not the review widget: ``--dry-run``
-shows the expected cost next to the bound once the history has runs, and
-``--confirm-over`` is refused in one line until the review widget opens it."""
+shows the expected cost next to the bound once the history has runs (``--confirm-over``
+in a cell opens the review widget: tests/magics/test_reviewcell.py)."""
 
 from __future__ import annotations
 
 import pytest
-from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
@@ -36,11 +35,3 @@ def test_dry_run_shows_the_expected_cost_next_to_the_bound(
     assert f"expected: from 1 earlier run of {MODEL} in this history" in text
     assert "at most" in text and "expected" in after.outputs[0].data["text/html"]
 
-
-def test_confirm_over_in_a_cell_is_one_line_naming_the_way(
-    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
-) -> None:
-    with pytest.raises(UsageError, match=r"confirm_over holds the run.*--review.*"
-                                         r"swarmkit.plan_sync") as caught:
-        shell.run_cell_magic("swarm", swarm_line(server, "--confirm-over 0.01"), "Name seas")
-    assert "\n" not in str(caught.value) and server.count() == 0
