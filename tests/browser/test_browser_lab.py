@@ -568,6 +568,7 @@ def test_a_review_cell_runs_what_was_typed_and_added_and_not_what_was_unticked(
     assert _sent_to_workers(server, task) == [typed, proposed[2], proposed[3], added]
     assert proposed[1] not in _sent_to_workers(server, task)
     assert "4 workers (4 completed)" in text
+    assert "plan reviewed: 4 proposed · 1 edited · 1 dropped · 1 added" in text
     assert outputs == 1 and left == 0  # the tables in the review's place, no widget left
     assert fits  # at 800 px the review wraps; nothing scrolls sideways
     assert contrast and contrast[0][0] >= 3, contrast
