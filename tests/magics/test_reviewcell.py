@@ -4,6 +4,9 @@ against a FakeServer that records what was sent."""
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -17,7 +20,7 @@ from swarmkit.api.planning import Plan
 from swarmkit.api.result import Run
 from swarmkit.display.reviewwidget import ReviewView
 from swarmkit.magics import SwarmMagics
-from swarmkit.magics.reviewcell import Review
+from swarmkit.magics.reviewcell import Review, WatchedTasks
 from swarmkit.testing import FakeServer, wait_until
 from tests.support.fakekey import swarm_line
 from tests.support.interrupts import sigint_when
@@ -291,3 +294,14 @@ def test_confirm_over_refuses_a_compare_cell_in_one_line(
     with pytest.raises(UsageError, match="confirm_over cannot hold a --compare cell"):
         shell.run_cell_magic("swarm", line_for(server, "--compare workers=2,3"), TASK)
     assert server.requests == []
+
+
+def test_the_watched_tasks_are_a_list_and_copy_as_a_plain_one() -> None:
+    seen: list[list[str]] = []
+    tasks = WatchedTasks(["a", "b"], seen.append)
+    tasks += ["c"]
+    tasks.sort(reverse=True)
+    tasks.replace(["quiet"])  # the review's own write tells nobody
+    assert seen == [["a", "b", "c"], ["c", "b", "a"]] and tasks == ["quiet"]
+    assert type(copy.deepcopy(tasks)) is list and pickle.loads(pickle.dumps(tasks)) == ["quiet"]
+    assert isinstance(tasks, list) and json.dumps(tasks) == '["quiet"]'
