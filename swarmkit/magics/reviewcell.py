@@ -181,10 +181,11 @@ class Review:
     # -- the list ------------------------------------------------------------------------
 
     def _watch(self, made: Plan) -> None:
-        made.tasks = WatchedTasks(made.tasks, self._code_edited)
+        made.tasks = WatchedTasks(made.tasks, lambda tasks: self._code_edited(made, tasks))
 
-    def _code_edited(self, tasks: list[str]) -> None:
-        if self.state == "waiting":
+    def _code_edited(self, made: Plan, tasks: list[str]) -> None:
+        # A plan replaced by Re-plan (still in a user's variable) no longer draws here.
+        if self.state == "waiting" and made is self.plan:
             self.view.show_tasks(tasks)
 
     def _edited(self, kept: list[str]) -> None:
@@ -192,7 +193,8 @@ class Review:
         if isinstance(tasks, WatchedTasks):
             tasks.replace(kept)
         else:  # assigned anew from code, then edited here: this edit is the later one
-            self.plan.tasks = WatchedTasks(kept, self._code_edited)
+            self.plan.tasks = list(kept)
+            self._watch(self.plan)
 
     def _adopt_assigned(self) -> None:
         """A list assigned to ``_swarm_plan.tasks`` since the last edit here: show it."""

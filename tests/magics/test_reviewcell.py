@@ -21,7 +21,7 @@ from swarmkit.api.result import Run
 from swarmkit.display.reviewwidget import ReviewView
 from swarmkit.magics import SwarmMagics
 from swarmkit.magics.reviewcell import Review, WatchedTasks
-from swarmkit.testing import FakeServer, wait_until
+from swarmkit.testing import FakeServer, Fault, FaultRule, wait_until
 from tests.support.fakekey import swarm_line
 from tests.support.interrupts import sigint_when
 
@@ -219,10 +219,23 @@ def test_replan_asks_the_planner_again_with_the_note_and_runs_the_new_plan(
     assert "only rivers in Africa" in planners[1].body["messages"][0]["content"]
     new = shell.user_ns["_swarm_plan"]
     assert isinstance(new, Plan) and new is review.plan and new is not first
+    first.tasks.append("An edit of the old plan")  # no longer the review's
+    assert [box.value for box in review.view.boxes] == new.tasks
     assert new.run_id in review.view.header.value, (first.run_id, new.run_id)
     assert not review.view.run_button.disabled
     click_run(shell, review.view)
     assert server.count("planner") == 2 and server.count("worker-*") == 3
+
+
+def test_a_planner_that_fails_is_one_line_and_no_review(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    server.add_fault(FaultRule(Fault.status(400), step="planner"))
+    with pytest.raises(UsageError) as caught:
+        shell.run_cell_magic("swarm", line_for(server, "--review"), TASK)
+    assert "\n" not in str(caught.value) and "400" in str(caught.value)
+    assert magics.pending_review is None and "_swarm_plan" not in shell.user_ns
+    assert server.count("worker-*") == 0
 
 
 # -- confirm_over, --background, refusals -----------------------------------------------------
