@@ -525,11 +525,15 @@ def test_a_review_cell_runs_what_was_typed_and_added_and_not_what_was_unticked(
     lab.set_theme(f"JupyterLab {theme}")
     try:
         nb = open_notebook(browser_context, lab, f"review-{name}.ipynb", [
-            "%load_ext swarmkit", swarm_cell(server, "--workers 4 --review", task)])
-        nb.run_all()
+            "%load_ext swarmkit", swarm_cell(server, "--workers 4 --review", task),
+            "print('the kernel is free while the review waits')"])
+        nb.run_all()  # the last cell runs too: the review's cell has returned
+        nb.wait_text("the kernel is free while the review waits", cell=2)
         review = nb.output_area(1).locator(REVIEW).first
         boxes = review.locator("textarea")
         review.get_by_text("Run 4 workers").wait_for(timeout=UI_TIMEOUT)
+        nb.interrupt()  # an interrupt while the review waits spends nothing, ends nothing
+        nb.wait_kernel_idle()
         proposed = [boxes.nth(i).input_value() for i in range(boxes.count())]
         boxes.nth(0).fill(typed)
         review.locator(".widget-checkbox input").nth(1).uncheck()
