@@ -16,6 +16,7 @@ from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.tasks import given_tasks
+from ..config.wording import counted
 from ..display.forecastview import forecast_lines, plan_html
 from ..engine.background import run_blocking
 from ..engine.forecast import CompletionHistory, Forecast, forecast
@@ -140,8 +141,7 @@ class Plan:
 
 def _title(plan: Plan) -> str:
     edited = "" if plan.plan == plan.proposed else f" (edited from {len(plan.proposed)})"
-    return (f"plan {plan.run_id}: {len(plan.tasks)} sub-task"
-            f"{'' if len(plan.tasks) == 1 else 's'}{edited}")
+    return f"plan {plan.run_id}: {counted(len(plan.tasks), 'sub-task')}{edited}"
 
 
 def plan_text(plan: Plan) -> str:
