@@ -144,9 +144,11 @@ class BudgetedCalls:
             if reservation is not None:
                 self.budget.release(reservation)
             replayed = exc.started is not None  # a replayed failure keeps its recorded timing
+            # A carried failure has its recorded timing too, and was live (unless replayed).
+            shown_live = not replayed or (carried and not self.config.replay)
             self._finish(self._record(
                 role, step, request,
-                source="replay" if replayed else "live",
+                source="live" if shown_live else "replay",
                 usage=Usage(requests=exc.attempts),
                 started=exc.started if exc.started is not None else started,
                 latency=exc.latency if exc.latency is not None else self._now() - started,

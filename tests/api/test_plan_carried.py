@@ -16,6 +16,7 @@ from swarmkit.errors import ConfigError
 from swarmkit.record.events import BudgetUpdated, CallFinished, Event
 from swarmkit.store import Cassette
 from swarmkit.store.history import History
+from swarmkit.testing import FakeReply, FakeRequest, Fault
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -146,3 +147,26 @@ def test_a_reviewed_run_replays_byte_identical_with_its_planner_row(tmp_path: Pa
     assert replayed.cost_usd == run.cost_usd and replayed.review == run.review
     assert str(replayed) == str(run) and replayed._repr_html_() == run._repr_html_()
     assert "planner" in str(replayed)
+
+
+def test_a_refused_rung_of_the_planner_is_carried_as_it_was_and_replayed(
+        tmp_path: Path) -> None:
+    def handler(request: FakeRequest) -> FakeReply | Fault:
+        if request.step == "planner":
+            if (request.response_format or {}).get("type") == "json_schema":
+                return Fault.llama_cpp_json_schema()
+            return FakeReply(content='{"tasks": ["the Alps", "the Andes"]}')
+        return FakeReply(content=f"done {request.step}")
+
+    cassette = tmp_path / "run.swarm.json"
+    with swarmkit.testing.FakeServer(handler) as server:
+        plan = swarmkit.plan_sync("Name ranges", **options(server, history=False))
+        run = plan.run_sync(record=str(cassette))
+        assert server.count("planner") == 2  # the refused rung and the answer, once each
+    planner = [c for c in run.calls if c.role == "planner"]
+    assert planner == list(plan.planner_calls)
+    assert [c.source for c in planner] == ["live", "live"] and planner[0].error
+    assert run.plan == ["the Alps", "the Andes"] and run.status == "completed"
+    assert '"the Alps"' in run.plan_raw  # the planner's raw reply, as a run keeps it
+    replayed = swarmkit.run_sync("Name ranges", replay=str(cassette), history=False)
+    assert str(replayed) == str(run) and replayed._repr_html_() == run._repr_html_()
