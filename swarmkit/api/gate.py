@@ -64,9 +64,11 @@ async def run(task: str = "", *, plan: Plan | None = None, **options: Any) -> Ru
     earlier run. ``checks=[...]`` and ``judge=MODEL`` score the answer (``Run.scores``).
 
     ``plan=``: run a :class:`~swarmkit.api.planning.Plan` (``swarmkit.plan``), exactly its
-    ``tasks``, with no second planner call. ``confirm_over=USD``: when the forecast of
-    the planner's plan is over it, raise :class:`~swarmkit.errors.ConfirmationNeeded`
-    with the Plan as ``err.plan``; only the planner's call has been made."""
+    ``tasks``, with no second planner call: the run carries the plan's planner calls (its
+    cost, tables and budget count them) and takes the plan's run id; a Plan runs once.
+    ``confirm_over=USD``: when the forecast of the planner's plan is over it, raise
+    :class:`~swarmkit.errors.ConfirmationNeeded` with the Plan as ``err.plan``; only the
+    planner's call has been made."""
     if plan is not None:
         if not isinstance(plan, Plan):
             raise ConfigError(f"plan= takes a swarmkit.Plan (from swarmkit.plan), not "

@@ -154,9 +154,10 @@ class Plan:
 
     async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
                   ) -> Run:
-        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
-        the plan was not looked at (a forecast under ``confirm_over``), no review is
-        recorded."""
+        """Run exactly ``tasks``; the planner is not asked again, its calls are carried
+        into the run (the run's id is ``run_id``). ``approved_by=None``: the plan was not
+        looked at (a forecast under ``confirm_over``), no review is recorded. A second
+        run is refused (``run_options``), unless the first was refused before it began."""
         options = self.run_options(approved_by, **overrides)
         started = _Started()
         options["sinks"] = (*options.get("sinks", ()), started)

@@ -4,6 +4,7 @@ budget, history row and cassette hold the planner as a run that planned itself w
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -170,3 +171,22 @@ def test_a_refused_rung_of_the_planner_is_carried_as_it_was_and_replayed(
     assert '"the Alps"' in run.plan_raw  # the planner's raw reply, as a run keeps it
     replayed = swarmkit.run_sync("Name ranges", replay=str(cassette), history=False)
     assert str(replayed) == str(run) and replayed._repr_html_() == run._repr_html_()
+
+
+def test_a_reviewed_cassette_without_the_planner_call_still_replays(tmp_path: Path) -> None:
+    """A reviewed run recorded before runs carried their planner (its cassette holds the
+    workers and the reducer only) replays as it was recorded: no planner row, no miss."""
+    cassette = tmp_path / "run.swarm.json"
+    with swarmkit.testing.FakeServer(plan_tasks=2) as server:
+        plan = swarmkit.plan_sync("Name deserts", **options(server, history=False))
+        plan.run_sync(record=str(cassette))
+    data = json.loads(cassette.read_text())
+    data["calls"] = [c for c in data["calls"] if c["role"] != "planner"]
+    cassette.write_text(json.dumps(data))
+    old = Cassette.load(cassette)
+    assert old.review is not None and old.carried_calls() == ()
+    replayed = swarmkit.run_sync("Name deserts", replay=str(cassette), history=False)
+    assert replayed.status == "completed" and replayed.review == old.review
+    assert "planner" not in [c.role for c in replayed.calls]
+    assert sorted(c.fingerprint for c in old.calls) == sorted(
+        c.fingerprint for c in replayed.calls)
