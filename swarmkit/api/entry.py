@@ -134,6 +134,13 @@ async def create_engine(
     ``tracer_provider=`` (an OpenTelemetry TracerProvider) receives the run's spans
     instead of the global one. ``checks=[...]`` (``swarmkit.Check``s or functions) score
     the answer after the reducer, before the judge (``judge=MODEL``).
+
+    ``Plan.run_options`` adds ``review=`` (the PlanReview of the given tasks),
+    ``carried=`` (the planner's calls, as the plan's store recorded them: the run's
+    store answers them as then, see ``CallStore.carry``), ``run_id=`` and
+    ``started_at=`` (the plan's: its ``planned`` history row becomes the run). A given
+    ``caller`` cannot answer carried calls: they are left out, and so are the plan's id
+    and date (a comparison's variants).
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
@@ -143,6 +150,9 @@ async def create_engine(
     resume = options.pop("resume", None)
     checks = tuple(options.pop("checks", None) or ())
     review = options.pop("review", None)  # Plan.run's: the tasks are a reviewed plan
+    # Plan.run's too: the planner's calls the run takes over, and the plan's id and date.
+    carried = tuple(options.pop("carried", None) or ())
+    taken = {key: options.pop(key) for key in ("run_id", "started_at") if key in options}
     cassette = None
     defaults_only = config is None
     config = SwarmConfig.from_options(config, env=env, **options)  # checked first
@@ -188,7 +198,9 @@ async def create_engine(
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
-    recorded = store.engine_options()  # in replay: the recorded run's id, review, ...
+    if carried and not config.replay:
+        store.carry(carried)
+    recorded = {**taken, **store.engine_options()}  # replay: the recorded id, review, ...
     if review is not None:
         recorded["review"] = review
     try:

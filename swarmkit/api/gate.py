@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
+from ..config.wording import counted, kind_of
 from ..display.tablefmt import format_cost
 from ..engine.background import run_blocking
 from ..engine.forecast import Forecast
@@ -41,7 +42,7 @@ def over_threshold(forecast: Forecast, limit: Decimal) -> str | None:
     The figure is the expected cost when the history gives one, else the bound; an
     unknown figure (a model with no price) is over any limit."""
     figure, which = forecast.figure()
-    workers = f"{forecast.workers} worker{'' if forecast.workers == 1 else 's'}"
+    workers = counted(forecast.workers, "worker")
     if figure is None:
         return (f"the forecast for {workers} is unknown (a model has no price), so it may "
                 f"be over confirm_over {format_cost(limit)}")
@@ -63,18 +64,23 @@ async def run(task: str = "", *, plan: Plan | None = None, **options: Any) -> Ru
     earlier run. ``checks=[...]`` and ``judge=MODEL`` score the answer (``Run.scores``).
 
     ``plan=``: run a :class:`~swarmkit.api.planning.Plan` (``swarmkit.plan``), exactly its
-    ``tasks``, with no second planner call. ``confirm_over=USD``: when the forecast of
-    the planner's plan is over it, raise :class:`~swarmkit.errors.ConfirmationNeeded`
-    with the Plan as ``err.plan``; only the planner's call has been made."""
+    ``tasks``, with no second planner call: the run carries the plan's planner calls (its
+    cost, tables and budget count them) and takes the plan's run id; a Plan runs once.
+    ``confirm_over=USD``: when the forecast of the planner's plan is over it, raise
+    :class:`~swarmkit.errors.ConfirmationNeeded` with the Plan as ``err.plan``; only the
+    planner's call has been made."""
     if plan is not None:
         if not isinstance(plan, Plan):
             raise ConfigError(f"plan= takes a swarmkit.Plan (from swarmkit.plan), not "
-                              f"{type(plan).__name__}")
+                              f"{kind_of(plan)}")
         if task.strip() and task.strip() != plan.task.strip():
             raise ConfigError("run: plan= runs the plan's own task; leave the task out")
         return await plan.run(**options)
     limit = confirm_threshold(options, options.get("env"))
-    if limit is None or any(options.get(name) is not None for name in _GIVEN_PLAN):
+    # A given plan has no planner's plan to stop for; a refused repeat= is refused
+    # before the planner's call, as without a threshold.
+    if (limit is None or any(options.get(name) is not None for name in _GIVEN_PLAN)
+            or options.get("repeat") not in (None, 1)):
         return await run_now(task, **{k: v for k, v in options.items()
                                         if k != "confirm_over"})
     made = await _plan(task, options)

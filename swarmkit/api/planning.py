@@ -3,8 +3,15 @@
 ``plan(task, **options)`` makes only the planner's call, with the run's own options
 (models, base URLs, budget, cache, history), and returns a :class:`Plan`. Its ``tasks``
 are edited in place; ``Plan.run`` then runs exactly them, with no second planner call,
-and the run records the review (``Run.review``). The planner's call is kept in the
-history as the plan's own record (``Plan.run_id``, status ``planned``, as a dry run).
+and the run records the review (``Run.review``).
+
+The planner's calls belong to the run: the run carries them (``Engine(carried=...)``),
+so its record, cost, tables, budget and cassette hold them as a run that planned itself
+would, and it takes the plan's run id, so the plan's ``planned`` history row becomes the
+run (one row per plan and its run). A plan that is never run (or is replanned: the new
+Plan has a row and id of its own) stays ``planned``. A Plan runs once: its calls and id
+go to one run, and a second ``run`` is refused in one line naming ``resume=`` and
+``plan_from=``.
 """
 
 from __future__ import annotations
@@ -16,13 +23,17 @@ from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.tasks import given_tasks
+from ..config.wording import counted
 from ..display.forecastview import forecast_lines, plan_html
 from ..engine.background import run_blocking
 from ..engine.forecast import CompletionHistory, Forecast, forecast
 from ..engine.prices import PriceTable
 from ..errors import ConfigError
+from ..record.events import Event, RunStarted
 from ..record.review import APPROVERS, ApprovedBy, PlanReview, review_of
 from ..record.rows import CallRecord
+from ..store.callstore import CallStore
+from ..store.cassette import RecordedCall
 from ..store.completions import completion_history
 from .entry import create_engine, run
 from .result import Run
@@ -31,6 +42,19 @@ __all__ = ["Plan", "plan", "plan_sync"]
 
 # Options a plan's run cannot take: they would make another plan than the one reviewed.
 _REPLANNING = ("tasks", "plan_from", "resume", "task_template", "replay", "plan")
+# What the plan gives its run (run_options): never an override.
+_CARRIED = ("carried", "run_id", "started_at", "review")
+
+
+class _Started:
+    """A sink that notes whether the run began (its RunStarted was emitted)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.seen = True
 
 
 @dataclass(eq=False)
@@ -50,12 +74,16 @@ class Plan:
       (``concurrency=``, ``sinks=``, ...), never ones that would make another plan;
       ``approved_by=None`` runs it unreviewed (no ``Run.review``);
     - ``run_options(approved_by, **overrides)``: the same run as ``create_engine``'s
-      keywords (``tasks=`` the approved sub-tasks, ``review=`` the PlanReview), for a
+      keywords (``tasks=`` the approved sub-tasks, ``review=`` the PlanReview,
+      ``carried=`` the planner's calls, ``run_id=`` / ``started_at=`` the plan's), for a
       front end that builds the engine itself (the magic's live view, the terminal);
-      it raises a one-line ConfigError for blank sub-tasks or a refused override;
+      it raises a one-line ConfigError for blank sub-tasks or a refused override. It
+      hands the plan to one run: a second call (or ``run``) is refused (``ran_as``);
     - ``replan(note=None)`` / ``await areplan(note)``: ask the planner again (the note
       added to its prompt) and return a new Plan; this one is left as it is;
-    - ``run_id``: the plan's record in the history (``planned``; ``plan_from=`` takes it);
+    - ``run_id``: the plan's record in the history (``planned``; ``plan_from=`` takes it),
+      which its run takes over; ``ran_as``: that run's id once the plan was handed to
+      it (None before);
     - ``options``: the options the plan was made with, which its run uses too.
     """
 
@@ -69,6 +97,10 @@ class Plan:
     history: CompletionHistory = field(default_factory=CompletionHistory)
     options: Mapping[str, Any] = field(default_factory=dict)
     note: str | None = None  # the note the plan was asked again with (replan)
+    # The planner's calls as the plan's store recorded them: its run carries them.
+    carried: tuple[RecordedCall, ...] = ()
+    started_at: str | None = None
+    ran_as: str | None = field(default=None, init=False)
 
     @property
     def plan(self) -> tuple[str, ...]:
@@ -100,7 +132,14 @@ class Plan:
                     ) -> dict[str, Any]:
         """The options of the run of ``tasks`` (``create_engine``'s keywords): the plan's
         own, ``overrides``, the approved sub-tasks and their review."""
-        refused = [name for name in _REPLANNING if name in overrides]
+        if self.ran_as is not None:
+            # Its planner's calls are in that run already: another would charge them
+            # twice, and the id is that run's.
+            raise ConfigError(f"Plan.run: plan {self.run_id} has run already (run "
+                              f"{self.ran_as}); resume=\"{self.ran_as}\" finishes that run, "
+                              f"plan_from=\"{self.ran_as}\" runs its sub-tasks again as a "
+                              "new run, plan.replan() asks the planner again")
+        refused = [name for name in (*_REPLANNING, *_CARRIED) if name in overrides]
         if refused:
             raise ConfigError(f"Plan.run: {refused[0]}= would make another plan; edit "
                               "plan.tasks (or plan.replan()) instead")
@@ -108,14 +147,26 @@ class Plan:
         approved = self.approved() if review is None else review.approved
         options = {k: v for k, v in self.options.items() if k not in _REPLANNING}
         options.pop("confirm_over", None)  # this plan is the confirmation
-        return {**options, **overrides, "tasks": list(approved), "review": review}
+        self.ran_as = self.run_id
+        return {**options, **overrides, "tasks": list(approved), "review": review,
+                "carried": self.carried, "run_id": self.run_id,
+                "started_at": self.started_at}
 
     async def run(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
                   ) -> Run:
-        """Run exactly ``tasks``; the planner is not asked again. ``approved_by=None``:
-        the plan was not looked at (a forecast under ``confirm_over``), no review is
-        recorded."""
-        return await run(self.task, **self.run_options(approved_by, **overrides))
+        """Run exactly ``tasks``; the planner is not asked again, its calls are carried
+        into the run (the run's id is ``run_id``). ``approved_by=None``: the plan was not
+        looked at (a forecast under ``confirm_over``), no review is recorded. A second
+        run is refused (``run_options``), unless the first was refused before it began."""
+        options = self.run_options(approved_by, **overrides)
+        started = _Started()
+        options["sinks"] = (*options.get("sinks", ()), started)
+        try:
+            return await run(self.task, **options)
+        except BaseException:
+            if not started.seen:  # refused before it began: the plan is still to run
+                self.ran_as = None
+            raise
 
     def run_sync(self, *, approved_by: ApprovedBy | None = "python", **overrides: Any
                  ) -> Run:
@@ -140,8 +191,7 @@ class Plan:
 
 def _title(plan: Plan) -> str:
     edited = "" if plan.plan == plan.proposed else f" (edited from {len(plan.proposed)})"
-    return (f"plan {plan.run_id}: {len(plan.tasks)} sub-task"
-            f"{'' if len(plan.tasks) == 1 else 's'}{edited}")
+    return f"plan {plan.run_id}: {counted(len(plan.tasks), 'sub-task')}{edited}"
 
 
 def plan_text(plan: Plan) -> str:
@@ -182,8 +232,12 @@ async def plan(task: str, *, note: str | None = None, **options: Any) -> Plan:
     calls = () if record is None else tuple(c for c in record.calls if c.role == "planner")
     history = (await asyncio.to_thread(completion_history, engine.config.history_file())
                if engine.config.history else CompletionHistory())
+    store = engine.caller
+    recorder = store.recorder if isinstance(store, CallStore) else None
+    carried = () if recorder is None else recorder.calls
     return Plan(task, tuple(proposed), list(proposed), engine.run_id, engine.config,
-                engine.prices, calls, history, dict(options), note)
+                engine.prices, calls, history, dict(options), note, carried,
+                engine.started_at)
 
 
 def plan_sync(task: str, **options: Any) -> Plan:

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from ..api.gate import confirm_threshold, over_threshold
 from ..api.planning import Plan, plan
+from ..config.wording import counted
 from ..errors import ConfigError
 from ..record.review import ApprovedBy
 
@@ -68,8 +69,7 @@ def edit_in_editor(tasks: list[str], editor: str) -> list[str]:
 def _ask(made: Plan, reason: str, stdin: TextIO, stream: TextIO) -> ApprovedBy | Held:
     while True:
         stream.write(f"{made!r}\n{reason}\n")
-        stream.write(f"run {len(made.tasks)} worker{'' if len(made.tasks) == 1 else 's'}? "
-                     "[y/N/e] ")
+        stream.write(f"run {counted(len(made.tasks), 'worker')}? [y/N/e] ")
         stream.flush()
         answer = stdin.readline().strip().lower()
         if answer in ("y", "yes"):

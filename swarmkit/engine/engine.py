@@ -16,6 +16,7 @@ from typing import Any
 
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..errors import BudgetExceeded, ConfigError, PlanError, ProviderError, ReplayMiss
+from ..record.carried import CarriedCall
 from ..record.events import (
     Event,
     PlanReady,
@@ -104,6 +105,7 @@ class Engine:
         stored_task: str | None = None,
         checks: Sequence[Check | Callable[..., Any]] = (),
         review: PlanReview | None = None,
+        carried: Sequence[CarriedCall] = (),
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
@@ -113,12 +115,24 @@ class Engine:
         task as that one and refuses another (``resumed_task``). ``checks`` score the
         answer after the reducer, then the judge does (``config.judge``). ``review``: the
         given tasks (``config.tasks``) are a reviewed plan, and the run records how it
-        was reviewed (``RunRecord.review``)."""
+        was reviewed (``RunRecord.review``).
+
+        ``carried``: calls made for this run before it began, in their order (the
+        planner's, made by ``swarmkit.plan``), taken only with given tasks. Instead of
+        the planner, the run asks ``caller`` for each carried request, which answers it as
+        it was answered then (``CallStore.carry``; a replay from its cassette), so its
+        events (and so the RunRecord) hold the calls with their recorded usage, cost,
+        start and latency. Each is charged to the budget as spent before any worker; a
+        cap they are over already ends the run in one line (``BudgetExceeded``). The
+        run's clock starts where they ended, so the timeline and the duration include
+        them. Then ``PlanReady`` (the given tasks, the planner's raw reply) and, with a
+        review, ``PlanReviewed``."""
         if review is not None and tuple(review.approved) != config.tasks:
             raise ConfigError("a reviewed plan runs its approved sub-tasks: give them as "
                               "tasks (Plan.run does)")
         self.config = config
         self.review = review
+        self.carried = tuple(carried) if config.tasks else ()
         self.checks = tuple(Check.of(check) for check in checks)
         self.stored_task = stored_task
         self.caller = caller
@@ -260,10 +274,31 @@ class Engine:
         """The planner's plan, or the tasks the user gave (then no planner call at all)."""
         if not self.config.tasks:
             return await make_plan(self.context, task)
-        self.emit(PlanReady(self.config.tasks, "", self.now()))
+        raw = await self._carry() if self.carried else ""
+        self.emit(PlanReady(self.config.tasks, raw, self.now()))
         if self.review is not None:
             self.emit(PlanReviewed(self.review, self.now()))
         return self.config.tasks
+
+    async def _carry(self) -> str:
+        """The carried calls, through the run's calls; the last answer's text (the
+        planner's raw reply). A carried failure (a rung the server refused) is kept as
+        recorded and the next carried call follows, as the planner's ladder did."""
+        raw = ""
+        for call in self.carried:
+            try:
+                outcome = await self.context.calls.call(call.role, call.step, call.request,
+                                                        carried=True)
+            except ProviderError:
+                continue
+            raw = outcome.response.content or ""
+        refusal = self.budget.overspent("the planner's calls (made before the review)")
+        if refusal is not None:
+            raise BudgetExceeded(refusal)
+        run = self.run
+        ended = max((c.started + c.latency for c in (run.calls if run else ())), default=0.0)
+        self._t0 -= max(0.0, ended - self.now())  # the run's clock goes on from them
+        return raw
 
     def _finish(
         self, status: Any, answer: str | None, error: str | None, duration: float | None = None

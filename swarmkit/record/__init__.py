@@ -9,6 +9,7 @@
     fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
     jsontext     a large record's JSON text, made a piece at a time
     review       ``PlanReview``: a plan looked at and approved before the fan-out
+    carried      ``CarriedCall``: a call made for a run before it began (a Plan's planner)
 
 Values only: nothing here does I/O beyond (de)serialising, and nothing imports a layer
 above ``config``.
@@ -16,6 +17,7 @@ above ``config``.
 
 from __future__ import annotations
 
+from .carried import CarriedCall
 from .events import (
     BatchSubmitted,
     BatchUpdated,
@@ -64,6 +66,7 @@ __all__ = [
     "CallRetried",
     "CallSource",
     "CallStarted",
+    "CarriedCall",
     "ChatRequest",
     "ChatResponse",
     "ConcurrencyChanged",

@@ -18,14 +18,15 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from ..config.swarmconfig import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import AUTO_MODEL, LOCAL_MODEL, ROLES, Role, SwarmConfig
 from ..credentials.secrets import find_secret
 from ..errors import CassetteError
+from ..record.carried import CarriedCall
 from ..record.fileshapes import (
     Cost,
     Count,
@@ -38,7 +39,7 @@ from ..record.fileshapes import (
     shaped_like,
 )
 from ..record.jsontext import Items, json_pieces, plain
-from ..record.modelcall import CallSource, ChatResponse
+from ..record.modelcall import CallSource, ChatRequest, ChatResponse
 from ..record.review import ApprovedBy, PlanReview
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
@@ -129,6 +130,11 @@ class RecordedCall:
     def chat_response(self) -> ChatResponse:
         return ChatResponse.from_dict(self.response or {})
 
+    def carried(self) -> CarriedCall:
+        """This call as one a later run carries (``Engine(carried=...)``): its request,
+        rebuilt from the recorded body (the same fingerprint)."""
+        return CarriedCall(cast(Role, self.role), self.step, ChatRequest.from_dict(self.request))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
@@ -211,6 +217,15 @@ class Cassette:
     @property
     def task(self) -> str:
         return str(self.run["task"])
+
+    def carried_calls(self) -> tuple[CarriedCall, ...]:
+        """The planner's calls a run of given tasks carries (a Plan's run): in replay
+        they are asked again, in order, and served from here. None for a run whose
+        planner ran in it, or that had none (given tasks, ``plan_from``)."""
+        recorded = self.run.get("config") or {}
+        if not recorded.get("tasks"):
+            return ()
+        return tuple(call.carried() for call in self.calls if call.role == "planner")
 
     @property
     def review(self) -> PlanReview | None:

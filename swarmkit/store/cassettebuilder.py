@@ -57,6 +57,11 @@ class CassetteBuilder:
         self._tools: list[RecordedTool] = []
         self.cassette: Cassette | None = None
 
+    @property
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """The calls recorded so far (a plan's, which its run carries: ``CallStore.carry``)."""
+        return tuple(self._calls)
+
     # -- notes from the call store -------------------------------------------------------
 
     def served(

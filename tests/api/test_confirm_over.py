@@ -62,3 +62,12 @@ def test_a_comparison_refuses_confirm_over_in_one_line() -> None:
     with pytest.raises(ConfigError, match="compare: confirm_over holds one run's plan"):
         swarmkit.compare_sync("x", variants=[{"model": "a"}, {"model": "b"}],
                               confirm_over="0.01")
+
+
+def test_a_refused_repeat_is_refused_before_the_planner_and_plan_takes_a_plan() -> None:
+    with FakeServer(plan_tasks=2) as server:
+        with pytest.raises(ConfigError, match="repeat=2 repeats the variants"):
+            swarmkit.run_sync("x", repeat=2, confirm_over="0", **options(server))
+        with pytest.raises(ConfigError, match=r"plan= takes a swarmkit\.Plan .* not a str"):
+            swarmkit.run_sync(plan="abc")  # type: ignore[arg-type]
+    assert server.count() == 0

@@ -52,12 +52,12 @@ def test_an_edited_plan_runs_exactly_its_approved_tasks_with_no_second_planner_c
     assert review.approved_by == "python"
     assert review.line().startswith("plan reviewed: 4 proposed · 1 edited · 1 dropped · "
                                     "1 added")
-    # JSON and the history keep it; the plan's own record is the planner's call.
+    # JSON and the history keep it; the plan's planned row became the run.
     assert swarmkit.Run.from_json(run.to_json()).review == review
+    assert run.run_id == plan.run_id
     with History(history) as kept:
         assert kept.load_run(run.run_id).review == review
-        planned = kept.load_run(plan.run_id)
-    assert planned.status == "planned" and planned.plan == proposed
+        assert [(r.run_id, r.status) for r in kept.recent(10)] == [(run.run_id, "completed")]
 
 
 def test_run_sync_takes_the_plan_and_a_run_without_review_has_no_review_key() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit.cli.exitcodes import EXIT_OK, EXIT_USAGE
+from swarmkit.cli.exitcodes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from swarmkit.store.history import History
 from swarmkit.testing import FakeServer
 from tests.cli.test_cli import ROOT, child_env, common, swarmkit_cli
@@ -43,10 +44,11 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray) -> None:
             seen += chunk
 
 
-def _in_a_terminal(args: list[str], answers: list[tuple[bytes, bytes]],
+def _in_a_terminal(args: list[str], answers: list[tuple[bytes, bytes | int]],
                    **env: str) -> tuple[int, str]:
     """Run ``python -m swarmkit`` with stdin, stdout and stderr on a real pty; answer each
-    prompt ``(waited for, typed)``; the exit status and what the terminal showed."""
+    prompt ``(waited for, typed)`` (a signal number: sent to it instead); the exit status
+    and what the terminal showed."""
     import pty
 
     master, slave = pty.openpty()
@@ -58,7 +60,10 @@ def _in_a_terminal(args: list[str], answers: list[tuple[bytes, bytes]],
     try:
         for wanted, typed in answers:
             _read_until(master, wanted, seen)
-            os.write(master, typed)
+            if isinstance(typed, int):
+                child.send_signal(typed)
+            else:
+                os.write(master, typed)
         deadline = time.monotonic() + _LIMIT
         while child.poll() is None and time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.2)
@@ -120,6 +125,16 @@ def test_in_a_terminal_no_runs_nothing_more(tmp_path: Path) -> None:
              "--confirm-over", "0.000001"], [(b"[y/N/e]", b"\n")])
         assert server.count("planner") == 1 and server.count("worker-*") == 0
     assert code == EXIT_USAGE and "not run (answered no)" in shown
+
+
+def test_ctrl_c_at_the_question_runs_nothing_more(tmp_path: Path) -> None:
+    with FakeServer(plan_tasks=3) as server:
+        code, shown = _in_a_terminal(
+            ["run", "Name rivers", *common(server), *_history(tmp_path),
+             "--confirm-over", "0.000001"], [(b"[y/N/e]", signal.SIGINT)])
+        assert server.count("planner") == 1 and server.count("worker-*") == 0
+    assert code == EXIT_INTERRUPTED, shown
+    assert "Traceback" not in shown
 
 
 def test_with_no_terminal_it_exits_2_after_the_planner_naming_yes(tmp_path: Path) -> None:
