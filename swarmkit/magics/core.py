@@ -35,7 +35,7 @@ from .flags import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, pa
 from .interrupts import InterruptGate
 from .liveswitch import live_instead_of_replay
 from .output import publish, publish_widget, run_bundle
-from .reviewcell import Review, holds_for_review, plan_in_cell
+from .reviewcell import Review, holds_for_review, plan_handle, plan_in_cell
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
 from .tools import with_session_tools
 
@@ -144,18 +144,20 @@ class SwarmMagics(Magics):
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None and self._can_show_dashboard()
         if holds_for_review(args, config, engine_options):
-            config = self._review(task, config, args, engine_options, names, live)
-            if config is None:  # the review is on screen (or was interrupted): done
+            handle = self._review(task, config, args, engine_options, names, live)
+            if handle is None:  # the review is on screen (or was interrupted): done
                 return None
-        handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
-                  else ComparisonHandle(task, config, compared, engine_options=engine_options))
+        else:
+            handle = (SwarmHandle(task, config, engine_options=engine_options)
+                      if compared is None else
+                      ComparisonHandle(task, config, compared, engine_options=engine_options))
         # A replay takes a moment and must leave one final display (nbval compares it),
         # so it always runs in the foreground, even with --background.
         if args.background and config.replay is None:
             return self.run_in_output(handle, names, uuid.uuid4().hex, live, update=False)
         # Saving the finished run to history waits until its tables are shown.
         with writes_deferred():
-            return self._foreground(task, config, handle, names, live)
+            return self._foreground(task, handle.config, handle, names, live)
 
     def run_in_cell(self, task: str, config: SwarmConfig, names: Sequence[str]) -> None:
         """A swarm with no cell of its own (``%swarm resume``), shown as a cell's is."""
@@ -255,11 +257,11 @@ class SwarmMagics(Magics):
 
     def _review(self, task: str, config: SwarmConfig, args: SwarmArgs,
                 engine_options: dict[str, Any], names: tuple[str, ...], live: bool
-                ) -> SwarmConfig | None:
+                ) -> SwarmHandle | None:
         """Ask the planner only. ``--review``, or a forecast over ``confirm_over``: show
         the review and return None (the kernel is free; its Run button starts the run).
-        Under ``confirm_over``: the config that runs the plan as it is, with no second
-        planner call and no review recorded (nobody looked at it)."""
+        Under ``confirm_over``: the handle that runs the plan as it is (its planner's
+        calls carried, no second one), with no review recorded (nobody looked at it)."""
         try:
             made = plan_in_cell(task, config, engine_options)
         except Exception as exc:
@@ -270,8 +272,11 @@ class SwarmMagics(Magics):
                    "names": names, "live": live}
         review = (Review(self, made=made, **options) if args.review else
                   Review.held(self, made, config.confirm_over, **options))
-        if review is None:  # as Plan.run(approved_by=None) would: no review recorded
-            return config.with_options(tasks=made.run_options(None)["tasks"])
+        if review is None:  # as Plan.run(approved_by=None) runs it
+            try:
+                return plan_handle(task, made.run_options(None))
+            except SwarmError as exc:
+                raise usage_error(exc) from None
         review.show()
         return None
 

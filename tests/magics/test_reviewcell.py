@@ -106,6 +106,9 @@ def test_edited_unticked_and_added_subtasks_run_exactly_with_no_second_planner_c
     assert server.count("planner") == 1
     assert run.status == "completed" and run.review is not None
     assert run.review.approved_by == "review"
+    # The plan's planner call is the run's: one run, under the plan's id.
+    assert run.run_id == review.plan.run_id
+    assert [c.role for c in run.calls].count("planner") == 1
     assert (run.review.edited, run.review.dropped, run.review.added) == (1, 1, 1)
     assert run.review.line().startswith(
         "plan reviewed: 3 proposed · 1 edited · 1 dropped · 1 added")
@@ -249,6 +252,7 @@ def test_confirm_over_under_the_forecast_runs_at_once_without_a_review(
     run = shell.user_ns["_swarm"]
     assert magics.pending_review is None and run.status == "completed"
     assert run.review is None  # nobody looked at it
+    assert [c.role for c in run.calls].count("planner") == 1  # carried, not asked again
     assert server.count("planner") == 1 and server.count("worker-*") == 3
     assert captured.outputs[-1].data["text/plain"] == run.tables().text()
 
