@@ -108,6 +108,7 @@ class ReviewView:
         self._on_cancel = on_cancel
         self._proposed = tuple(tasks)
         self._redrawing = False
+        self._busy = False  # between a Re-plan or Cancel click and its outcome
         self.keeps: list[Any] = []  # one Checkbox per row
         self.boxes: list[Any] = []  # one Textarea per row
         self.header = _html(widgets)
@@ -199,7 +200,7 @@ class ReviewView:
     def _refresh(self) -> None:
         kept = self.kept()
         self.run_button.description = review_label(len(kept))
-        self.run_button.disabled = not kept or self.cancel_button.disabled
+        self.run_button.disabled = not kept or self._busy
         self.header.value = self._header_html(kept)
         self.forecast.value = _forecast_html(self._forecast_for(kept))
 
@@ -253,6 +254,7 @@ class ReviewView:
 
     def busy(self, text: str) -> None:
         """Disable every control and say what is going on."""
+        self._busy = True
         for control in (self.run_button, self.replan_button, self.cancel_button,
                         self.add_button, self.note, *self.keeps, *self.boxes):
             control.disabled = True
@@ -260,6 +262,7 @@ class ReviewView:
 
     def ready(self, text: str = "", *, error: bool = False) -> None:
         """Enable the controls again (after a re-plan, or a refused Run)."""
+        self._busy = False
         for control in (self.replan_button, self.cancel_button, self.add_button, self.note,
                         *self.keeps):
             control.disabled = False

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
@@ -167,7 +168,8 @@ class Review:
         self._watch(made)
 
     @classmethod
-    def held(cls, magics: ReviewHost, made: Plan, limit: Any, **kwargs: Any) -> Review | None:
+    def held(cls, magics: ReviewHost, made: Plan, limit: Decimal, **kwargs: Any
+             ) -> Review | None:
         """The review of a run whose forecast is over ``limit`` (``confirm_over``), or
         None when it is not over: the run goes ahead, nobody asked."""
         reason = over_threshold(made.forecast, limit)

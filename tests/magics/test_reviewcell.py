@@ -304,6 +304,11 @@ def test_review_refuses_what_has_no_single_planner_plan(
     assert server.requests == []
 
 
+def test_the_magics_help_names_review(shell: InteractiveShell, magics: SwarmMagics) -> None:
+    doc = " ".join(shell.find_cell_magic("swarm").__doc__.split())  # as one line
+    assert "--review run only the planner, then show its plan to edit" in doc
+
+
 def test_confirm_over_refuses_a_compare_cell_in_one_line(
     shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
 ) -> None:
