@@ -10,6 +10,7 @@ import pickle
 import threading
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
@@ -327,3 +328,22 @@ def test_the_watched_tasks_are_a_list_and_copy_as_a_plain_one() -> None:
     assert seen == [["a", "b", "c"], ["c", "b", "a"]] and tasks == ["quiet"]
     assert type(copy.deepcopy(tasks)) is list and pickle.loads(pickle.dumps(tasks)) == ["quiet"]
     assert isinstance(tasks, list) and json.dumps(tasks) == '["quiet"]'
+
+
+def test_a_reviewed_cells_recording_replays_with_no_widget_and_the_same_tables(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "reviewed.swarm.json"
+    view = review_cell(shell, magics, server, extra=f"--review --record {cassette}").view
+    view.boxes[0].value = "The Nile, its length"
+    with capture_output() as live:
+        view.run_button.click()
+        run = shell.user_ns["_swarm_handle"].result()
+    magics.pending_review = None
+    with capture_output() as replayed:  # --review on a replay cell: no widget, no question
+        shell.run_cell_magic("swarm", f"--replay {cassette} --review", TASK)
+    again = shell.user_ns["_swarm"]
+    assert magics.pending_review is None and len(replayed.outputs) == 1
+    assert again.review == run.review and again.review is not None
+    assert [w.task for w in again.workers] == ["The Nile, its length", *PROPOSED[1:]]
+    assert replayed.outputs[0].data == live.outputs[-1].data  # the same tables
