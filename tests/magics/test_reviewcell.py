@@ -347,3 +347,20 @@ def test_a_reviewed_cells_recording_replays_with_no_widget_and_the_same_tables(
     assert again.review == run.review and again.review is not None
     assert [w.task for w in again.workers] == ["The Nile, its length", *PROPOSED[1:]]
     assert replayed.outputs[0].data == live.outputs[-1].data  # the same tables
+
+
+def test_compare_plan_from_a_reviewed_run_runs_the_approved_plan_in_every_variant(
+    shell: InteractiveShell, magics: SwarmMagics, server: FakeServer
+) -> None:
+    """What --compare --review's refusal points to, done."""
+    view = review_cell(shell, magics, server).view
+    view.boxes[0].value = "The Nile, its length"
+    click_run(shell, view)
+    server.clear()
+    with capture_output():
+        shell.run_cell_magic(
+            "swarm", line_for(server, "--compare temperature=0,1 --plan-from _swarm"), TASK)
+    compared = shell.user_ns["_swarm"]
+    assert [[w.task for w in run.workers] for run in compared.runs] == [
+        ["The Nile, its length", *PROPOSED[1:]]] * 2
+    assert server.count("planner") == 0
