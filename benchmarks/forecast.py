@@ -109,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                                       workers=workers, max_tokens=cap, **options)
             forecast = plan.forecast
             run = plan.run_sync()
-            spent = (run.cost_usd or Decimal(0)) + sum(
-                (c.cost_usd or Decimal(0)) for c in plan.planner_calls)
+            spent = run.cost_usd or Decimal(0)  # the planner's call included (carried)
             rows.append((workers, cap, spent, _ratio(forecast.expected_usd, spent),
                          _ratio(forecast.bound_usd, spent), forecast.basis))
     print(f"{'workers':>7} {'max_tokens':>10} {'spent':>10} {'expected/spent':>14} "

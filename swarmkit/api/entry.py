@@ -198,7 +198,7 @@ async def create_engine(
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
-    if carried and not config.replay:
+    if carried and config.tasks and not config.replay:  # carried only into given tasks
         store.carry(carried)
     recorded = {**taken, **store.engine_options()}  # replay: the recorded id, review, ...
     if review is not None:

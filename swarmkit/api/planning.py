@@ -139,10 +139,14 @@ class Plan:
                               f"{self.ran_as}); resume=\"{self.ran_as}\" finishes that run, "
                               f"plan_from=\"{self.ran_as}\" runs its sub-tasks again as a "
                               "new run, plan.replan() asks the planner again")
-        refused = [name for name in (*_REPLANNING, *_CARRIED) if name in overrides]
+        refused = [name for name in _REPLANNING if name in overrides]
         if refused:
             raise ConfigError(f"Plan.run: {refused[0]}= would make another plan; edit "
                               "plan.tasks (or plan.replan()) instead")
+        taken = [name for name in _CARRIED if name in overrides]
+        if taken:
+            raise ConfigError(f"Plan.run: {taken[0]}= is the plan's own (its run carries "
+                              "the planner's calls, id and review); leave it out")
         review = None if approved_by is None else self.review(approved_by)
         approved = self.approved() if review is None else review.approved
         options = {k: v for k, v in self.options.items() if k not in _REPLANNING}

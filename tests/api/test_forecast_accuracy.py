@@ -43,7 +43,8 @@ def test_after_three_runs_the_expected_figure_is_within_25_percent(tmp_path: Pat
         forecast = plan.forecast
         run = plan.run_sync()
     assert forecast.basis == f"from 3 earlier runs of {MODEL} in this history"
-    spent = run.cost_usd + sum(c.cost_usd for c in plan.planner_calls)
+    spent = run.cost_usd  # the planner's call included: the run carries it
+    assert spent == sum(c.cost_usd for c in run.calls) and run.calls[0].role == "planner"
     assert forecast.expected_usd is not None and spent > 0
     assert abs(forecast.expected_usd - spent) / spent < 0.25, (forecast, spent)
     assert forecast.bound_usd is not None and forecast.bound_usd > 2 * spent

@@ -97,7 +97,10 @@ def test_a_plan_refuses_options_that_would_make_another_plan_and_blank_tasks() -
             plan.run_sync()
         with pytest.raises(ConfigError, match="approved_by"):
             plan.run_sync(approved_by="someone")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="run_id= is the plan's own"):
+            plan.run_sync(run_id="mine")
     assert server.count("worker-*") == 0
+    assert plan.ran_as is None  # refused before it ran: still to run
 
 
 def test_replan_adds_the_note_to_the_planner_prompt() -> None:

@@ -14,23 +14,16 @@ import pytest
 import swarmkit
 from swarmkit.display.byrole import role_spend
 from swarmkit.errors import ConfigError
-from swarmkit.record.events import BudgetUpdated, CallFinished, Event
+from swarmkit.record.events import BudgetUpdated, CallFinished
 from swarmkit.store import Cassette
 from swarmkit.store.history import History
-from swarmkit.testing import FakeReply, FakeRequest, Fault
+from tests.support.events import Events
 from tests.support.fakekey import QUICK_RETRIES, run_options
+from tests.support.planners import json_schema_refused
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 
 options = partial(run_options, **QUICK_RETRIES)
-
-
-class _Events:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def on_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def test_a_reviewed_run_costs_what_the_unreviewed_run_costs_planner_included(
@@ -61,16 +54,16 @@ def test_a_reviewed_run_costs_what_the_unreviewed_run_costs_planner_included(
 
 def test_the_budget_counts_the_planner_and_a_cap_it_is_over_is_refused_before_workers(
         ) -> None:
-    events = _Events()
+    events = Events()
     with swarmkit.testing.FakeServer(plan_tasks=3) as server:
         plan = swarmkit.plan_sync("Name lakes", **options(server, history=False))
         planner_cost = plan.planner_calls[0].cost_usd
         assert planner_cost is not None and planner_cost > 0
         run = plan.run_sync(budget="1.00", sinks=[events])
         # The first budget figure the run reports is the planner's spend.
-        first = next(e for e in events.events if isinstance(e, BudgetUpdated))
+        first = events.of(BudgetUpdated)[0]
         assert first.spent_usd == planner_cost and first.cap_usd == Decimal("1.00")
-        finished = [e.call.role for e in events.events if isinstance(e, CallFinished)]
+        finished = [e.call.role for e in events.of(CallFinished)]
         assert finished[0] == "planner" and run.status == "completed"
 
         again = swarmkit.plan_sync("Name lakes", **options(server, history=False))
@@ -152,14 +145,8 @@ def test_a_reviewed_run_replays_byte_identical_with_its_planner_row(tmp_path: Pa
 
 def test_a_refused_rung_of_the_planner_is_carried_as_it_was_and_replayed(
         tmp_path: Path) -> None:
-    def handler(request: FakeRequest) -> FakeReply | Fault:
-        if request.step == "planner":
-            if (request.response_format or {}).get("type") == "json_schema":
-                return Fault.llama_cpp_json_schema()
-            return FakeReply(content='{"tasks": ["the Alps", "the Andes"]}')
-        return FakeReply(content=f"done {request.step}")
-
     cassette = tmp_path / "run.swarm.json"
+    handler = json_schema_refused('{"tasks": ["the Alps", "the Andes"]}')
     with swarmkit.testing.FakeServer(handler) as server:
         plan = swarmkit.plan_sync("Name ranges", **options(server, history=False))
         run = plan.run_sync(record=str(cassette))

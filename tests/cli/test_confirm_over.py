@@ -155,6 +155,12 @@ def test_yes_runs_it_and_records_approved_by_yes(tmp_path: Path) -> None:
     assert done.returncode == EXIT_OK, done.stderr
     assert "plan reviewed: 3 proposed · approved as proposed" in done.stdout
     assert "approved at the prompt" in done.stdout
+    # One run, the planner's call carried into it: one history row, its planner row.
+    with History(tmp_path / "h.db") as kept:
+        (row,) = kept.recent(10)
+        calls = kept.calls(row.run_id)
+    assert row.status == "completed" and [c.role for c in calls].count("planner") == 1
+    assert row.cost_usd == sum(c.cost_usd for c in calls if c.cost_usd is not None)
 
 
 def test_under_the_threshold_it_runs_unasked_with_no_review(tmp_path: Path) -> None:
@@ -164,6 +170,9 @@ def test_under_the_threshold_it_runs_unasked_with_no_review(tmp_path: Path) -> N
         assert server.count("planner") == 1 and server.count("worker-*") == 2
     assert done.returncode == EXIT_OK, done.stderr
     assert "plan reviewed" not in done.stdout
+    assert "planner" in done.stdout  # its row in the spend by role, as without the threshold
+    with History(tmp_path / "h.db") as kept:
+        assert [r.status for r in kept.recent(10)] == ["completed"]
 
 
 def test_run_help_names_confirm_over_and_yes() -> None:
