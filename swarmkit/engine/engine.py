@@ -292,7 +292,7 @@ class Engine:
             except ProviderError:
                 continue
             raw = outcome.response.content or ""
-        refusal = self.budget.overspent("the planner's calls (made before the review)")
+        refusal = self.budget.overspent("the planner's calls")
         if refusal is not None:
             raise BudgetExceeded(refusal)
         run = self.run

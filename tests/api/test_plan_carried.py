@@ -13,7 +13,7 @@ import pytest
 
 import swarmkit
 from swarmkit.display.byrole import role_spend
-from swarmkit.errors import ConfigError
+from swarmkit.errors import BudgetExceeded, ConfigError
 from swarmkit.record.events import BudgetUpdated, CallFinished
 from swarmkit.store import Cassette
 from swarmkit.store.history import History
@@ -177,3 +177,32 @@ def test_a_reviewed_cassette_without_the_planner_call_still_replays(tmp_path: Pa
     assert "planner" not in [c.role for c in replayed.calls]
     assert sorted(c.fingerprint for c in old.calls) == sorted(
         c.fingerprint for c in replayed.calls)
+
+
+def test_under_a_tight_cap_a_reviewed_run_fans_out_as_the_unreviewed_one_does() -> None:
+    """Caps across the range where workers are skipped: the reviewed run skips what the
+    unreviewed run skips (the planner's spend counts against the cap), and at some cap
+    that is fewer workers than a run of the same sub-tasks with the planner left out."""
+    differs = []
+    with swarmkit.testing.FakeServer(plan_tasks=4) as server:
+        run_with = partial(options, server, history=False, max_tokens=64)
+        bound = swarmkit.plan_sync("Name rivers", **run_with()).forecast.bound_usd
+        assert bound is not None
+        for step in range(12):
+            cap = str((bound * Decimal(20 + 3 * step) / 100).quantize(Decimal("0.000001")))
+            plain = swarmkit.run_sync("Name rivers", **run_with(budget=cap))
+            try:  # the plan under the same cap, as %%swarm --review --budget makes it
+                plan = swarmkit.plan_sync("Name rivers", **run_with(budget=cap))
+            except BudgetExceeded:  # the planner's worst case is over it: no plan
+                assert not plain.workers and plain.error is not None
+                assert plain.error.startswith("BudgetExceeded")
+                continue
+            reviewed = plan.run_sync()
+            left_out = swarmkit.run_sync("Name rivers", tasks=list(plan.tasks),
+                                         **run_with(budget=cap))
+            statuses = [w.status for w in reviewed.workers]
+            assert statuses == [w.status for w in plain.workers], cap
+            assert reviewed.cost_usd == plain.cost_usd, cap
+            if statuses != [w.status for w in left_out.workers]:
+                differs.append(cap)
+    assert differs  # the planner's spend made the difference at these caps
