@@ -18,15 +18,17 @@ from ._imports import MovedPathFinder, lazy_exports
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .api import Run, load_run, run, run_sync
+    from .api import Plan, Run, load_run, plan, plan_sync, run, run_sync
     from .comparison import Comparison, compare, compare_sync
     from .config import RoleConfig, SwarmConfig
+    from .engine.forecast import Forecast, RoleForecast
     from .engine.prices import ModelPrice, PriceTable
     from .engine.scoring import Check
     from .errors import (
         BudgetExceeded,
         CassetteError,
         ConfigError,
+        ConfirmationNeeded,
         ExportError,
         LocalModelError,
         MCPError,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
         ConcurrencyChanged,
         Event,
         PlanReady,
+        PlanReview,
+        PlanReviewed,
         RateLimitWait,
         ReducerDelta,
         ReducerStarted,
@@ -82,13 +86,18 @@ __all__ = [
     "Comparison",
     "ConcurrencyChanged",
     "ConfigError",
+    "ConfirmationNeeded",
     "Event",
     "ExportError",
+    "Forecast",
     "LocalModelError",
     "MCPError",
     "ModelPrice",
+    "Plan",
     "PlanError",
     "PlanReady",
+    "PlanReview",
+    "PlanReviewed",
     "PriceTable",
     "ProviderError",
     "RateLimitWait",
@@ -97,6 +106,7 @@ __all__ = [
     "ReducerStarted",
     "ReplayMiss",
     "RoleConfig",
+    "RoleForecast",
     "Run",
     "RunCancelled",
     "RunFinished",
@@ -120,6 +130,8 @@ __all__ = [
     "compare_sync",
     "load_ipython_extension",
     "load_run",
+    "plan",
+    "plan_sync",
     "run",
     "run_sync",
     "tool",

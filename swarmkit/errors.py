@@ -2,7 +2,8 @@
 
     SwarmError
     ├── ConfigError            bad options, unknown price under a budget, missing key
-    │   └── LocalModelError    the embedded model server cannot be installed or started
+    │   ├── LocalModelError    the embedded model server cannot be installed or started
+    │   └── ConfirmationNeeded the forecast is over confirm_over: review ``err.plan``
     ├── ProviderError          a model call failed for good (status, first body line)
     │   └── ResponseFormatUnsupported   the server refused response_format (fall back)
     ├── PlanError              the planner returned nothing usable (keeps the raw text)
@@ -28,6 +29,7 @@ __all__ = [
     "BudgetExceeded",
     "CassetteError",
     "ConfigError",
+    "ConfirmationNeeded",
     "ExportError",
     "LocalModelError",
     "MCPError",
@@ -56,6 +58,17 @@ class SwarmError(Exception):
 
 class ConfigError(SwarmError):
     """An option, a price or a key is missing or wrong."""
+
+
+class ConfirmationNeeded(ConfigError):
+    """A run's forecast is over ``confirm_over``: only the planner's call was made.
+
+    ``plan`` is the ``swarmkit.Plan`` to review: edit ``plan.tasks``, then
+    ``plan.run_sync()`` runs it (or ``swarmkit.run_sync(plan=plan)``)."""
+
+    def __init__(self, message: str, plan: Any) -> None:
+        super().__init__(message)
+        self.plan = plan
 
 
 class LocalModelError(ConfigError):

@@ -305,3 +305,22 @@ def test_modules_imported_by_name_are_the_listed_seams() -> None:
     assert found == set(IMPORTS_BY_NAME), (
         f"imports by name outside the listed seams: {sorted(found - set(IMPORTS_BY_NAME))}; "
         f"listed but gone: {sorted(set(IMPORTS_BY_NAME) - found)}")
+
+
+# The swarmkit modules that import ipywidgets (inside their classes, so that `import
+# swarmkit` stays light): the live views and the plan's review widget, nothing else.
+IPYWIDGETS_IMPORTERS = {"swarmkit.display.widget", "swarmkit.display.reviewwidget"}
+
+
+def test_only_the_widget_modules_import_ipywidgets() -> None:
+    found = set()
+    for source in sources().values():
+        if source.name.split(".")[0] != "swarmkit":
+            continue
+        tree = ast.parse(source.path.read_text(encoding="utf-8"), str(source.path))
+        for node, _local in statements(tree):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""])
+            if any(name.split(".")[0] == "ipywidgets" for name in names):
+                found.add(source.name)
+    assert found == IPYWIDGETS_IMPORTERS, sorted(found ^ IPYWIDGETS_IMPORTERS)

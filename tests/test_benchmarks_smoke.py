@@ -117,3 +117,11 @@ def test_quick_tree_benchmark_runs_both_sides_and_prints_the_ratio() -> None:
     # Both sides answer every leaf; the tree's calls are its leaves plus 3 per parent.
     assert "(flat) 40 calls, 40 leaves" in out and "(tree) 52 calls, 40 leaves" in out, out
     assert "ratio tree/flat, each over its ideal:" in out, out
+
+
+@pytest.mark.slow  # one process, a FakeServer and seven small runs: a few seconds
+def test_quick_forecast_benchmark_prints_both_ratios() -> None:
+    out = quick("forecast.py")
+    assert "expected/spent over 4 runs: median" in out, out
+    assert "bound/spent over 4 runs: median" in out, out
+    assert "from 6 earlier runs of gpt-4.1-mini in this history" in out, out

@@ -43,7 +43,7 @@ def test_no_module_is_named_like_a_public_function() -> None:
     functions = {name for name in swarmkit.__all__ if callable(getattr(swarmkit, name))
                  and not isinstance(getattr(swarmkit, name), type)}
     assert not modules & functions
-    assert swarmkit.run.__module__ == "swarmkit.api.entry"
+    assert swarmkit.run.__module__ == "swarmkit.api.gate"
 
 
 def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> None:
@@ -52,7 +52,7 @@ def test_import_swarmkit_leaves_the_heavy_and_the_notebook_parts_unloaded() -> N
     out = python(
         "import json, sys, swarmkit\n"
         "names = ('IPython', 'ipywidgets', 'openai', 'nbformat', 'swarmkit.magics',"
-        " 'swarmkit.display.widget')\n"
+        " 'swarmkit.display.widget', 'swarmkit.display.reviewwidget')\n"
         "print(json.dumps([n for n in names if n in sys.modules]))"
     )
     assert json.loads(out) == []
@@ -63,13 +63,15 @@ PUBLIC = [
     "BudgetExceeded", "BudgetUpdated", "CallFinished", "CallRecord", "CallRetried",
     "CallStarted", "CassetteError", "ChatRequest", "ChatResponse", "Check", "Comparison",
     "ConcurrencyChanged",
-    "ConfigError", "Event", "ExportError", "LocalModelError", "MCPError", "ModelPrice",
-    "PlanError", "PlanReady", "PriceTable", "ProviderError", "RateLimitWait", "RecordError",
-    "ReducerDelta", "ReducerStarted", "ReplayMiss", "RoleConfig", "Run", "RunCancelled",
+    "ConfigError", "ConfirmationNeeded", "Event", "ExportError", "Forecast",
+    "LocalModelError", "MCPError", "ModelPrice", "Plan",
+    "PlanError", "PlanReady", "PlanReview", "PlanReviewed", "PriceTable", "ProviderError",
+    "RateLimitWait", "RecordError", "ReducerDelta", "ReducerStarted", "ReplayMiss",
+    "RoleConfig", "RoleForecast", "Run", "RunCancelled",
     "RunFinished", "RunRecord", "RunStarted", "Sink", "StoreError", "SwarmConfig", "SwarmError",
     "Tool", "ToolCallFinished", "ToolCallRecord", "ToolError", "Usage", "WorkerFinished",
     "WorkerRecord", "WorkerSplit", "WorkerStarted", "__version__", "compare", "compare_sync",
-    "load_ipython_extension", "load_run", "run",
+    "load_ipython_extension", "load_run", "plan", "plan_sync", "run",
     "run_sync", "tool",
 ]
 

@@ -134,6 +134,13 @@ async def create_engine(
     ``tracer_provider=`` (an OpenTelemetry TracerProvider) receives the run's spans
     instead of the global one. ``checks=[...]`` (``swarmkit.Check``s or functions) score
     the answer after the reducer, before the judge (``judge=MODEL``).
+
+    ``Plan.run_options`` adds ``review=`` (the PlanReview of the given tasks),
+    ``carried=`` (the planner's calls, as the plan's store recorded them: the run's
+    store answers them as then, see ``CallStore.carry``), ``run_id=`` and
+    ``started_at=`` (the plan's: its ``planned`` history row becomes the run). A given
+    ``caller`` cannot answer carried calls: they are left out, and so are the plan's id
+    and date (a comparison's variants).
     """
     env = os.environ if env is None else env
     tools, mcp_servers = options.pop("tools", None), options.pop("mcp_servers", None)
@@ -142,6 +149,10 @@ async def create_engine(
     tracer_provider = options.pop("tracer_provider", None)
     resume = options.pop("resume", None)
     checks = tuple(options.pop("checks", None) or ())
+    review = options.pop("review", None)  # Plan.run's: the tasks are a reviewed plan
+    # Plan.run's too: the planner's calls the run takes over, and the plan's id and date.
+    carried = tuple(options.pop("carried", None) or ())
+    taken = {key: options.pop(key) for key in ("run_id", "started_at") if key in options}
     cassette = None
     defaults_only = config is None
     config = SwarmConfig.from_options(config, env=env, **options)  # checked first
@@ -164,7 +175,7 @@ async def create_engine(
                                 config.depth)
         return Engine(config, caller=caller, sinks=sinks, worker_loop=worker_loop,
                       record_type=Run, budget=shared_budget, stored_task=stored_task,
-                      checks=checks)
+                      checks=checks, review=review)
     if config.replay:
         # Replay never runs a tool: the recorded tool schemas shape the requests and the
         # results come from the cassette, so no function or MCP server is needed (or
@@ -189,12 +200,17 @@ async def create_engine(
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
+    if carried and config.tasks and not config.replay:  # carried only into given tasks
+        store.carry(carried)
+    recorded = {**taken, **store.engine_options()}  # replay: the recorded id, review, ...
+    if review is not None:
+        recorded["review"] = review
     try:
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
                       adopted=adopted, stored_task=stored_task, checks=checks,
-                      **store.engine_options())
+                      **recorded)
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.

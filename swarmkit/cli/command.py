@@ -30,6 +30,7 @@ from ..export.exporter import export_paths, export_run
 from ..export.notebookfile import existing
 from ..store import History
 from ..store.rerun import rerun_endpoints, stored_config
+from .confirm import YES_FLAG, Held, confirm_plan, needs_confirming
 from .exitcodes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -108,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
                      "--resume: the stored one when left out)")
     add_run_options(run)
     run.add_argument("--json", action="store_true", help="print the Run as JSON")
+    run.add_argument(YES_FLAG, action="store_true", help="run a plan held by "
+                     "--confirm-over without asking (no terminal needed)")
     demo = command("demo", "a full swarm on the embedded local model, no key; writes a "
                    "notebook that replays it")
     demo.add_argument("--out", default="demo.ipynb", help="notebook to write (with cassette)")
@@ -156,6 +159,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           "to continue an earlier run")
     task = sys.stdin.read() if args.task == "-" else args.task or ""
     options = run_options(args)
+    if needs_confirming(options):  # --confirm-over: the planner, then maybe a question
+        confirmed = confirm_plan(task, options, yes=args.yes, stdin=sys.stdin,
+                                 stream=sys.stderr)
+        if isinstance(confirmed, Held):
+            sys.stderr.write(f"{PROG}: {confirmed.message}\n")
+            return EXIT_USAGE
+        made, approved_by = confirmed
+        task, options = made.task, made.run_options(approved_by)
     return _finish(*execute(task, options, sys.stderr), args.json)
 
 

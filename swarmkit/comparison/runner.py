@@ -197,8 +197,14 @@ async def compare(
     ``repeat=K`` runs each variant K times, each repeat with its own seed
     (``Comparison.repeats``; ``Comparison.scores()`` has every repeat's scores).
     ``replay=[cassette, ...]`` (one per variant, and per repeat) replays a recorded
-    comparison offline.
+    comparison offline. ``confirm_over=`` is refused: a comparison holds no one plan to
+    review (``swarmkit.plan`` makes each variant's).
     """
+    if common.get("confirm_over") is not None or (config is not None
+                                                    and config.confirm_over is not None):
+        raise ConfigError("compare: confirm_over holds one run's plan for review, and a "
+                          "comparison has one per variant; review them with swarmkit.plan "
+                          "(with each variant's options), or drop confirm_over")
     runner = await ComparisonRunner.create(variants, config=config, env=env,
                                            max_variants=max_variants, **common)
     return await runner.execute(task)

@@ -119,13 +119,15 @@ def coerce_top(name: str, value: Any, option: str = "") -> Any:
     """``value`` as the field ``name`` needs; ``option`` is the alias the user wrote."""
     if name == "output_schema":
         return canonical_schema(value, option or name)
-    if name == "budget_usd":
+    if name in ("budget_usd", "confirm_over"):
+        shown = "budget" if name == "budget_usd" else name
         try:
             amount = Decimal(str(value).strip().lstrip("$"))
         except InvalidOperation:
-            raise ConfigError(f"budget must be a USD amount like 0.50, got {value!r}") from None
+            raise ConfigError(f"{shown} must be a USD amount like 0.50, got {value!r}"
+                              ) from None
         if not amount.is_finite():
-            raise ConfigError(f"budget must be a finite USD amount, got {value!r}")
+            raise ConfigError(f"{shown} must be a finite USD amount, got {value!r}")
         return amount
     if name in _INT_FIELDS:
         return strict_int(option or name, value)

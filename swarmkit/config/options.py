@@ -211,6 +211,9 @@ OPTIONS: tuple[Option, ...] = (
        "are cut)", "N"),
     _o("max_total_workers", "int", "the most workers in the whole tree, every level "
        "counted (default: no cap but workers x max_children per level)", "N"),
+    _o("confirm_over", "usd", "stop for review after the planner when the forecast "
+       "(expected from the history, else the bound) is over this many USD", "USD",
+       on="magic config cli", env="SWARMKIT_CONFIRM_OVER"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

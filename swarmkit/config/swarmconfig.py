@@ -186,6 +186,9 @@ class SwarmConfig:
     depth: int = 1
     max_children: int = DEFAULT_MAX_CHILDREN
     max_total_workers: int | None = None
+    # A run whose forecast exceeds this many USD stops after its planner, for review
+    # (swarmkit.api.planning). A gate in front of the run, not part of it: never recorded.
+    confirm_over: Decimal | None = None
 
     def role(self, role: Role) -> RoleConfig:
         if role == "judge":
@@ -254,6 +257,7 @@ class SwarmConfig:
                               ("max_total_workers", None)):
             if data[name] == default:
                 del data[name]
+        del data["confirm_over"]
         return data
 
     @classmethod

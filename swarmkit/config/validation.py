@@ -43,6 +43,8 @@ class Checked(Protocol):
     def batch(self) -> bool: ...
     @property
     def depth(self) -> int: ...
+    @property
+    def confirm_over(self) -> Decimal | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -126,6 +128,8 @@ def validate_config(config: Checked) -> None:
     if config.batch and config.depth > 1:
         raise ConfigError("batch: a run with depth > 1 cannot go to the Batch API (a split "
                           "is a tool call answered live); give depth=1 or drop batch")
+    if config.confirm_over is not None:
+        check_number("confirm_over", config.confirm_over, "a USD amount, 0 or more", 0)
     urls = [config.role(role).base_url for role in ROLE_NAMES]
     for role, url in zip(ROLE_NAMES, urls, strict=True):
         rc = config.role(role)

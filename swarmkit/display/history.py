@@ -111,9 +111,16 @@ class RunDiff(_Sections):
         return f"run {self.a.run_id} (A) vs run {self.b.run_id} (B)"
 
     def sections(self) -> list[tuple[str, Sequence[str], list[tuple[Any, ...]]]]:
+        edits = [(f"plan edits in {label} ({run.review.line()})",
+                  ("#", "proposed", "approved", ""),
+                  [(i, one_line(p, _TASK_WIDTH), one_line(a, _TASK_WIDTH), what)
+                   for i, (p, a, what) in enumerate(run.review.edits(), start=1)])
+                 for label, run in (("A", self.a), ("B", self.b))
+                 if run.review is not None and run.review.changed]
         return [
             ("", ("", "A", "B"), self._summary_rows()),
             ("plan", ("#", "A", "B", ""), self._plan_rows()),
+            *edits,
             ("workers", ("#", "A status", "A cost", "A tokens", "B status", "B cost",
                          "B tokens", "output"), self._worker_rows()),
             ("answer", ("A", "B"), [(self.a.answer or "", self.b.answer or "")]),

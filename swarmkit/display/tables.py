@@ -187,9 +187,10 @@ class RunTables(Rendered):
         return render_table(self.role_rows(), self.role_headers, fmt)
 
     def notices(self) -> list[str]:
-        """Lines under the totals: ``auto`` fell back to the embedded model (why, which),
-        the judge is the embedded model (a weak judge)."""
-        found = (auto_notice(self.run.config), judge_notice(self.run.config))
+        """Lines under the totals: the plan was reviewed (its edits), ``auto`` fell back
+        to the embedded model (why, which), the judge is the embedded model (weak)."""
+        review = None if self.run.review is None else self.run.review.line()
+        found = (review, auto_notice(self.run.config), judge_notice(self.run.config))
         return [notice for notice in found if notice is not None]
 
     def answer_warning(self) -> str | None:

@@ -1,8 +1,9 @@
 """The live views: an ipywidgets dashboard of one run, and one lane per run of a
 comparison; each is fed as Sinks.
 
-This is the only module that imports ipywidgets, and it does so inside the classes so
-that ``import swarmkit`` stays light.
+This module and ``display.reviewwidget`` (the plan's review) are the only ones that
+import ipywidgets, and they do so inside the classes so that ``import swarmkit`` stays
+light.
 
 Both views share their coalescing flusher (``swarmkit.display.flusher``: the engine's
 thread only appends events to an inbox; one daemon thread folds, renders and pushes the
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..config.swarmconfig import SwarmConfig
     from ..record.events import Sink
 
-__all__ = ["TICK", "CompareDashboard", "Dashboard"]
+__all__ = ["TICK", "CompareDashboard", "Dashboard", "close_widget_tree"]
 
 _NO_CANCEL_TIP = "Cancel works for --background runs; interrupt the kernel to stop this one"
 _NO_STOP_TIP = ("Stop and merge works for --background runs; "
@@ -57,6 +58,17 @@ def _dashboard_box_class() -> type:
             return "<swarmkit dashboard: the live view needs a Jupyter widget frontend>"
 
     return DashboardBox
+
+
+def close_widget_tree(root: Any) -> None:
+    """Close ``root``'s model and every descendant's (with their layouts and styles)."""
+    stack = [root]
+    while stack:
+        widget = stack.pop()
+        stack.extend(getattr(widget, "children", ()))
+        for part in (widget, getattr(widget, "layout", None), getattr(widget, "style", None)):
+            if part is not None:
+                part.close()
 
 
 def _fold(state: LiveState, inbox: deque[Event]) -> bool:
@@ -177,13 +189,7 @@ class _LiveView(Flusher):
         """Close the widgets' models once the static output has replaced the view, so a
         saved notebook keeps no widget state and the kernel no comms."""
         self.close()
-        stack = [self.widget]
-        while stack:
-            widget = stack.pop()
-            stack.extend(getattr(widget, "children", ()))
-            for part in (widget, getattr(widget, "layout", None), getattr(widget, "style", None)):
-                if part is not None:
-                    part.close()
+        close_widget_tree(self.widget)
 
     def __enter__(self) -> Any:
         return self

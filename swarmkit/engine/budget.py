@@ -130,6 +130,26 @@ class Budget:
             self._spent_tokens += reservation.tokens if tokens is None else tokens
         self._settled.set()
 
+    def charge(self, usd: Decimal | None, tokens: int) -> None:
+        """Count a call made before the run began (a carried call: the planner's, made by
+        ``swarmkit.plan``) as spent. Nothing is reserved: it was paid already, so it is
+        counted even past the cap, which :meth:`overspent` then reports."""
+        with self._lock:
+            self._spent_usd += usd or _ZERO
+            self._spent_tokens += tokens
+        self._settled.set()
+
+    def overspent(self, what: str) -> str | None:
+        """The one-line refusal when what is spent already is over a cap, else None."""
+        with self._lock:
+            if self.cap_usd is not None and self._spent_usd > self.cap_usd:
+                return (f"budget: {what} spent ${self._spent_usd:.6f}, over the budget of "
+                        f"${self.cap_usd}; raise the budget")
+            if self.cap_tokens is not None and self._spent_tokens > self.cap_tokens:
+                return (f"budget: {what} spent {self._spent_tokens} tokens, over "
+                        f"budget_tokens {self.cap_tokens}; raise budget_tokens")
+        return None
+
     def release(self, reservation: Reservation) -> None:
         """Give a reservation back unused (the call failed before any usage)."""
         with self._lock:

@@ -112,6 +112,7 @@ class BudgetedCalls:
         reservation: Reservation | None = None,
         on_delta: Callable[[str, int], None] | None = None,
         keep: bool = False,
+        carried: bool = False,
     ) -> CallOutcome:
         """One model call under the budget. Raises BudgetExceeded or ProviderError.
 
@@ -119,9 +120,12 @@ class BudgetedCalls:
         ``on_delta(text, attempt)`` receives streamed text with the attempt it belongs to.
         ``keep``: the CallRecord keeps the messages sent and the text answered (the
         judge's, whose prompt cannot be rebuilt from the run's config and plan).
+        ``carried``: a call made before the run began (``CarriedCall``), which the caller
+        answers as it was answered then; nothing is reserved (it was paid already) and its
+        recorded cost is charged to the budget as spent, even past the cap.
         """
         kept = request.messages if keep else None
-        if reservation is None and self.budget.capped:
+        if reservation is None and self.budget.capped and not carried:
             usd, tokens = self.worst_case(role, request)
             reservation = await self.budget.reserve(usd, tokens, what=step)
         started = self._now()
@@ -140,9 +144,11 @@ class BudgetedCalls:
             if reservation is not None:
                 self.budget.release(reservation)
             replayed = exc.started is not None  # a replayed failure keeps its recorded timing
+            # A carried failure has its recorded timing too, and was live (unless replayed).
+            shown_live = not replayed or (carried and not self.config.replay)
             self._finish(self._record(
                 role, step, request,
-                source="replay" if replayed else "live",
+                source="live" if shown_live else "replay",
                 usage=Usage(requests=exc.attempts),
                 started=exc.started if exc.started is not None else started,
                 latency=exc.latency if exc.latency is not None else self._now() - started,
@@ -170,6 +176,8 @@ class BudgetedCalls:
             cost = self.prices.cost(request.model, usage)
         if reservation is not None:
             self.budget.settle(reservation, cost, usage.total_tokens)
+        elif carried:
+            self.budget.charge(cost, usage.total_tokens)
         self._finish(self._record(
             role, step, request, source=outcome.source, usage=usage, cost=cost,
             started=started if outcome.started is None else outcome.started,

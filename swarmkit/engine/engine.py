@@ -16,7 +16,17 @@ from typing import Any
 
 from ..config.swarmconfig import ROLES, SwarmConfig
 from ..errors import BudgetExceeded, ConfigError, PlanError, ProviderError, ReplayMiss
-from ..record.events import Event, PlanReady, RunFinished, RunStarted, ScoreRecorded, Sink
+from ..record.carried import CarriedCall
+from ..record.events import (
+    Event,
+    PlanReady,
+    PlanReviewed,
+    RunFinished,
+    RunStarted,
+    ScoreRecorded,
+    Sink,
+)
+from ..record.review import PlanReview
 from ..record.rows import BatchRecord, WorkerRecord
 from ..record.runrecord import RunRecord
 from .batchfanout import check_batch, fan_out_batched
@@ -95,6 +105,8 @@ class Engine:
         adopted: Sequence[BatchRecord] = (),
         stored_task: str | None = None,
         checks: Sequence[Check | Callable[..., Any]] = (),
+        review: PlanReview | None = None,
+        carried: Sequence[CarriedCall] = (),
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
@@ -102,8 +114,26 @@ class Engine:
         run this one resumes, polled rather than sent again. ``stored_task`` is the task
         of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
         task as that one and refuses another (``resumed_task``). ``checks`` score the
-        answer after the reducer, then the judge does (``config.judge``)."""
+        answer after the reducer, then the judge does (``config.judge``). ``review``: the
+        given tasks (``config.tasks``) are a reviewed plan, and the run records how it
+        was reviewed (``RunRecord.review``).
+
+        ``carried``: calls made for this run before it began, in their order (the
+        planner's, made by ``swarmkit.plan``), taken only with given tasks. Instead of
+        the planner, the run asks ``caller`` for each carried request, which answers it as
+        it was answered then (``CallStore.carry``; a replay from its cassette), so its
+        events (and so the RunRecord) hold the calls with their recorded usage, cost,
+        start and latency. Each is charged to the budget as spent before any worker; a
+        cap they are over already ends the run in one line (``BudgetExceeded``). The
+        run's clock starts where they ended, so the timeline and the duration include
+        them. Then ``PlanReady`` (the given tasks, the planner's raw reply) and, with a
+        review, ``PlanReviewed``."""
+        if review is not None and tuple(review.approved) != config.tasks:
+            raise ConfigError("a reviewed plan runs its approved sub-tasks: give them as "
+                              "tasks (Plan.run does)")
         self.config = config
+        self.review = review
+        self.carried = tuple(carried) if config.tasks else ()
         self.checks = tuple(Check.of(check) for check in checks)
         self.stored_task = stored_task
         self.caller = caller
@@ -245,8 +275,31 @@ class Engine:
         """The planner's plan, or the tasks the user gave (then no planner call at all)."""
         if not self.config.tasks:
             return await make_plan(self.context, task)
-        self.emit(PlanReady(self.config.tasks, "", self.now()))
+        raw = await self._carry() if self.carried else ""
+        self.emit(PlanReady(self.config.tasks, raw, self.now()))
+        if self.review is not None:
+            self.emit(PlanReviewed(self.review, self.now()))
         return self.config.tasks
+
+    async def _carry(self) -> str:
+        """The carried calls, through the run's calls; the last answer's text (the
+        planner's raw reply). A carried failure (a rung the server refused) is kept as
+        recorded and the next carried call follows, as the planner's ladder did."""
+        raw = ""
+        for call in self.carried:
+            try:
+                outcome = await self.context.calls.call(call.role, call.step, call.request,
+                                                        carried=True)
+            except ProviderError:
+                continue
+            raw = outcome.response.content or ""
+        refusal = self.budget.overspent("the planner's calls")
+        if refusal is not None:
+            raise BudgetExceeded(refusal)
+        run = self.run
+        ended = max((c.started + c.latency for c in (run.calls if run else ())), default=0.0)
+        self._t0 -= max(0.0, ended - self.now())  # the run's clock goes on from them
+        return raw
 
     def _finish(
         self, status: Any, answer: str | None, error: str | None, duration: float | None = None

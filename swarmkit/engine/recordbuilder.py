@@ -10,6 +10,7 @@ from ..record.events import (
     CallRetried,
     Event,
     PlanReady,
+    PlanReviewed,
     ReducerStarted,
     RunFinished,
     RunStarted,
@@ -63,6 +64,8 @@ class RunRecordBuilder:
         match event:
             case PlanReady():
                 run.plan, run.plan_raw = list(event.tasks), event.raw
+            case PlanReviewed():
+                run.review = event.review
             case CallFinished():
                 bisect.insort(run.calls, event.call, key=_call_order)
             case CallRetried():

@@ -34,7 +34,8 @@ from .dryrun import dry_run, dry_run_variants
 from .flags import NOTEBOOK_DEFAULTS, SwarmArgs, build_parser, name_the_flag, parse_line
 from .interrupts import InterruptGate
 from .liveswitch import live_instead_of_replay
-from .output import publish, run_bundle
+from .output import publish, publish_widget, run_bundle
+from .reviewcell import Review, holds_for_review, plan_handle, plan_in_cell
 from .session import LAST_HANDLE, LAST_RUN, check_keys, usage_error
 from .tools import with_session_tools
 
@@ -59,6 +60,7 @@ class SwarmMagics(Magics):
         self.last_run: Run | Comparison | None = None
         # Background runs and the variables their Run goes to when they end.
         self.background: dict[SwarmHandle, tuple[str, ...]] = {}
+        self.pending_review: Review | None = None  # the last review shown (--review)
 
     @property
     def namespace(self) -> dict[str, Any]:
@@ -139,20 +141,23 @@ class SwarmMagics(Magics):
         if args.dry_run:
             return self._dry_run(task, config, args, compared)
         names = (LAST_RUN, *([args.out] if args.out else []))
-        handle = (SwarmHandle(task, config, engine_options=engine_options) if compared is None
-                  else ComparisonHandle(task, config, compared, engine_options=engine_options))
         # Replay shows one final display and nothing else, so its outputs compare equal.
         live = not args.quiet and config.replay is None and self._can_show_dashboard()
+        if holds_for_review(args, config, engine_options):
+            handle = self._review(task, config, args, engine_options, names, live)
+            if handle is None:  # the review is on screen (or was interrupted): done
+                return None
+        else:
+            handle = (SwarmHandle(task, config, engine_options=engine_options)
+                      if compared is None else
+                      ComparisonHandle(task, config, compared, engine_options=engine_options))
         # A replay takes a moment and must leave one final display (nbval compares it),
         # so it always runs in the foreground, even with --background.
         if args.background and config.replay is None:
-            dashboard = self._dashboard(task, config, handle, background=True) if live else None
-            handle.dashboard = dashboard
-            return self._background(handle, [] if dashboard is None else [dashboard], names,
-                                    dashboard)
+            return self.run_in_output(handle, names, uuid.uuid4().hex, live, update=False)
         # Saving the finished run to history waits until its tables are shown.
         with writes_deferred():
-            return self._foreground(task, config, handle, names, live)
+            return self._foreground(task, handle.config, handle, names, live)
 
     def run_in_cell(self, task: str, config: SwarmConfig, names: Sequence[str]) -> None:
         """A swarm with no cell of its own (``%swarm resume``), shown as a cell's is."""
@@ -250,15 +255,51 @@ class SwarmMagics(Magics):
         publish_widget(dashboard.widget, display_id)
         return dashboard
 
+    def _review(self, task: str, config: SwarmConfig, args: SwarmArgs,
+                engine_options: dict[str, Any], names: tuple[str, ...], live: bool
+                ) -> SwarmHandle | None:
+        """Ask the planner only. ``--review``, or a forecast over ``confirm_over``: show
+        the review and return None (the kernel is free; its Run button starts the run).
+        Under ``confirm_over``: the handle that runs the plan as it is (its planner's
+        calls carried, no second one), with no review recorded (nobody looked at it)."""
+        try:
+            made = plan_in_cell(task, config, engine_options)
+        except Exception as exc:
+            self._raise_run_error(exc)
+        if made is None:
+            return None
+        options = {"task": task, "config": config, "engine_options": engine_options,
+                   "names": names, "live": live}
+        review = (Review(self, made=made, **options) if args.review else
+                  Review.held(self, made, config.confirm_over, **options))
+        if review is None:  # as Plan.run(approved_by=None) runs it
+            try:
+                return plan_handle(task, made.run_options(None))
+            except SwarmError as exc:
+                raise usage_error(exc) from None
+        review.show()
+        return None
+
+    def run_in_output(self, handle: SwarmHandle, names: tuple[str, ...], display_id: str,
+                      live: bool, *, update: bool = True) -> SwarmHandle:
+        """Start ``handle`` in the background, its dashboard (or a line) shown in the
+        output ``display_id`` (``update``: in place of what it shows, a review)."""
+        dashboard = (self._dashboard(handle.task, handle.config, handle, background=True)
+                     if live else None)
+        handle.dashboard = dashboard
+        return self._background(handle, [] if dashboard is None else [dashboard], names,
+                                dashboard, display_id, update)
+
     def _background(
-        self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any
+        self, handle: SwarmHandle, sinks: list[Sink], names: tuple[str, ...], dashboard: Any,
+        display_id: str, update: bool,
     ) -> SwarmHandle:
-        display_id = uuid.uuid4().hex
         if dashboard is not None:
-            publish_widget(dashboard.widget, display_id)
+            publish_widget(dashboard.widget, display_id, update=update)
         else:
             publish(({"text/plain": "swarm running in the background; "
-                      "its tables replace this line when it ends"}, {}), display_id)
+                      "its tables replace this line when it ends"}, {}), display_id,
+                    update=update)
         handle.start(sinks)
         self.background = {h: n for h, n in self.background.items() if not h.done()}
         self.background[handle] = names
@@ -314,10 +355,6 @@ def _cassette(path: str) -> Cassette:
         return Cassette.load(path)
     except SwarmError as exc:
         raise usage_error(exc) from None
-
-
-def publish_widget(view: Any, display_id: str | None = None) -> None:
-    display(view, display_id=display_id)
 
 
 def magic_help() -> str:

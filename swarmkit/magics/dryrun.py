@@ -1,4 +1,5 @@
-"""``%%swarm --dry-run``: run only the planner, then show what the fan-out could cost.
+"""``%%swarm --dry-run``: run only the planner, then show what the fan-out is expected to
+cost (from the history's earlier runs, ``engine.forecast``) and could cost at most.
 
 The estimate itself is ``swarmkit.engine.estimate``; this module renders it. With
 ``--compare``, every variant's planner runs (identical planner requests are made once,
@@ -11,6 +12,7 @@ import asyncio
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from ..api.entry import create_engine
@@ -20,9 +22,10 @@ from ..config.wording import counted
 from ..display.tablefmt import format_cost, format_tokens
 from ..engine.engine import Engine
 from ..engine.estimate import Estimate, RoleEstimate
-from ..engine.estimate import estimate as estimate_plan
+from ..engine.forecast import CompletionHistory, Forecast, forecast
 from ..provider.sharedcalls import SharedCalls
 from ..record.usage import Usage
+from ..store.completions import completion_history
 from ..tools.split import split_spec
 from .output import SmallTable
 
@@ -40,6 +43,12 @@ class DryRun(Estimate):
 
     run_id: str = ""
     kept: bool = False
+    # The expected cost next to the bound (from the history's earlier runs), or None.
+    forecast: Forecast | None = None
+
+    @property
+    def expected_usd(self) -> Decimal | None:
+        return None if self.forecast is None else self.forecast.expected_usd
 
     def next_step(self) -> str:
         """The line that says how to make the planned calls."""
@@ -48,20 +57,27 @@ class DryRun(Estimate):
         return f"run {self.run_id}: {where}to make its calls: {how}"
 
     def table(self) -> SmallTable:
+        expected = {r.role: r.expected_usd for r in self.forecast.roles} if self.forecast else {}
+
+        def shown(cost: Decimal | None) -> str:
+            return "-" if cost is None else format_cost(cost)
+
         rows = [
-            (r.role, r.model, r.calls, format_tokens(r.tokens), format_cost(r.cost_usd),
-             "spent" if r.measured else "at most")
+            (r.role, r.model, r.calls, format_tokens(r.tokens), shown(expected.get(r.role)),
+             format_cost(r.cost_usd), "spent" if r.measured else "")
             for r in self.roles
         ]
         rows.append(("total", "", sum(r.calls for r in self.roles), "",
-                     format_cost(self.cost_usd), "at most"))
+                     shown(self.expected_usd), format_cost(self.cost_usd), ""))
         unpriced = sorted({r.model for r in self.roles if r.cost_usd is None})
         notes = [f"no price for {', '.join(unpriced)}: add one with %swarm prices MODEL IN "
                  "OUT"] if unpriced else []
-        note = "\n".join([*notes, *([self.next_step()] if self.run_id else [])])
+        basis = [f"expected: {self.forecast.basis}"] if self.forecast else []
+        note = "\n".join([*basis, *notes, *([self.next_step()] if self.run_id else [])])
         return SmallTable(
             f"dry run: {counted(len(self.plan), 'worker')} planned",
-            ("role", "model", "calls", "tokens", "cost", ""), rows, note,
+            ("role", "model", "calls", "tokens (at most)", "expected", "at most", ""), rows,
+            note,
         )
 
     def __repr__(self) -> str:
@@ -76,21 +92,33 @@ class DryRun(Estimate):
         return f"{self.table()._repr_html_()}\n<ol>{items}</ol>"
 
 
-def estimate(engine: Engine, task: str, plan: tuple[str, ...]) -> DryRun:
-    """Bound the cost of the fan-out and the reducer for ``plan``."""
+def estimate(engine: Engine, task: str, plan: tuple[str, ...],
+             history: CompletionHistory | None = None) -> DryRun:
+    """Bound the cost of the fan-out and the reducer for ``plan``, and forecast it from
+    ``history`` (the history file's earlier runs, read here when not given)."""
     run = engine.run
     planner_calls = [] if run is None else [c for c in run.calls if c.role == "planner"]
+    if history is None:
+        history = _history_of(engine)
     split = split_spec(engine.config.max_children) if engine.config.depth > 1 else None
-    bound = estimate_plan(engine.config, engine.prices, planner_calls, task, plan, split)
+    expected = forecast(engine.config, engine.prices, planner_calls, task, plan, history,
+                        split_tool=split)
+    bound = expected.estimate()
     return DryRun(bound.task, bound.plan, bound.roles, run_id=engine.run_id,
-                  kept=engine.config.history)
+                  kept=engine.config.history, forecast=expected)
+
+
+def _history_of(engine: Engine) -> CompletionHistory:
+    if not engine.config.history:
+        return CompletionHistory()
+    return completion_history(engine.config.history_file())
 
 
 async def dry_run(engine: Engine, task: str) -> DryRun:
     """Plan ``task`` with ``engine`` and estimate the rest; closes the engine's caller."""
     try:
         plan = await engine.plan_only(task)
-        return estimate(engine, task, plan)
+        return estimate(engine, task, plan, await asyncio.to_thread(_history_of, engine))
     finally:
         await engine.caller.aclose()
 

@@ -31,6 +31,7 @@ from ..errors import ConfigError
 from .tools import resolve_tools
 
 __all__ = [
+    "COMPARE_WHY",
     "FLAGS",
     "MAGIC_FLAGS",
     "NOTEBOOK_DEFAULTS",
@@ -206,6 +207,8 @@ MAGIC_FLAGS: tuple[Flag, ...] = (
          target="magic", switch=True),
     Flag("--dry-run", "run only the planner and estimate the fan-out's cost",
          target="magic", switch=True),
+    Flag("--review", "run only the planner, then show its plan to edit, with the forecast, "
+         "and buttons to run it, plan again or cancel", target="magic", switch=True),
     Flag("--compare", "run the cell once per value, side by side: KEY=V1,V2 (an option "
          "name; @name takes a value from the notebook); repeat it for a grid",
          target="magic", metavar="KEY=V1,V2", repeat=True, resolve=lambda v, _ns: tuple(v)),
@@ -218,6 +221,11 @@ MAGIC_FLAGS: tuple[Flag, ...] = (
 )
 
 FLAGS: list[Flag] = [*_table_flags(), *MAGIC_FLAGS]
+
+# Why a --compare cell is not reviewed (--review, confirm_over): its variants may each
+# make another plan; one reviewed plan can run in every variant instead.
+COMPARE_WHY = ("its variants may each make another plan; review one with --review, then "
+               "--compare ... --plan-from _swarm runs that approved plan in every variant")
 
 # Why a comparison is neither recorded into one cassette nor replayed from one.
 _NOT_COMPARED = {
@@ -246,6 +254,10 @@ class SwarmArgs:
     @property
     def dry_run(self) -> bool:
         return bool(self.magic.get("dry_run"))
+
+    @property
+    def review(self) -> bool:
+        return bool(self.magic.get("review"))
 
     @property
     def compare(self) -> tuple[str, ...]:
@@ -328,6 +340,8 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
         raise UsageError(f"%%swarm: --out needs a Python variable name, got {out!r}")
     if args.dry_run and args.background:
         raise UsageError("%%swarm: --dry-run runs only the planner; drop --background")
+    if args.review:
+        _check_review(args)
     if "max_variants" in args.magic and not args.compare:
         raise UsageError("%%swarm: --max-variants caps --compare; add --compare KEY=V1,V2 "
                          "or drop --max-variants")
@@ -335,6 +349,19 @@ def parse_line(line: str, namespace: Mapping[str, Any]) -> SwarmArgs:
         if args.compare and name in args.config_options:
             raise UsageError(f"%%swarm: --compare cannot --{name}: {_NOT_COMPARED[name]}")
     return args
+
+
+def _check_review(args: SwarmArgs) -> None:
+    """``--review`` reviews the planner's plan: refuse what has none, or several."""
+    if args.dry_run:
+        raise UsageError("%%swarm: --dry-run shows the plan and runs nothing; --review shows "
+                         "it to edit and run: drop one")
+    if args.compare:
+        raise UsageError(f"%%swarm: --review cannot --compare: {COMPARE_WHY}")
+    for given, flag in (("tasks", "--tasks"), ("plan_from", "--plan-from")):
+        if given in args.config_options or given in args.engine_options:
+            raise UsageError(f"%%swarm: {flag} gives the plan, so there is no planner's plan "
+                             f"to --review; drop one (to edit a plan: --review alone)")
 
 
 # Flags of other front ends that a cell has in another form: what to write instead.

@@ -16,7 +16,7 @@ from ..display.rendered import Bundle, Rendered
 if TYPE_CHECKING:
     from ..api.result import Run
 
-__all__ = ["SmallTable", "publish", "run_bundle"]
+__all__ = ["SmallTable", "publish", "publish_widget", "run_bundle"]
 
 def run_bundle(run: Run | Comparison) -> Bundle:
     """The run's static MIME bundle and its output metadata (a comparison's: its
@@ -41,6 +41,13 @@ def publish(bundle: Bundle, display_id: str | None = None, *, update: bool = Fal
         update_display(data, raw=True, metadata=metadata, display_id=display_id)
     else:
         display(data, raw=True, metadata=metadata, display_id=display_id)
+
+
+def publish_widget(view: Any, display_id: str | None = None, *, update: bool = False) -> None:
+    """Display a widget (or put it in place of the output that has ``display_id``)."""
+    from IPython.display import display
+
+    display(view, display_id=display_id, update=update)
 
 
 class SmallTable(Rendered):

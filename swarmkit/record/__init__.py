@@ -9,6 +9,8 @@
     runrecord    ``RunRecord``: the whole run, built only from events, JSON round-trip
     fileshapes   the declared shapes of what swarmkit reads back (Run JSON, cassettes, rows)
     jsontext     a large record's JSON text, made a piece at a time
+    review       ``PlanReview``: a plan looked at and approved before the fan-out
+    carried      ``CarriedCall``: a call made for a run before it began (a Plan's planner)
 
 Values only: nothing here does I/O beyond (de)serialising, and nothing imports a layer
 above ``config``.
@@ -16,6 +18,7 @@ above ``config``.
 
 from __future__ import annotations
 
+from .carried import CarriedCall
 from .events import (
     BatchSubmitted,
     BatchUpdated,
@@ -26,6 +29,7 @@ from .events import (
     ConcurrencyChanged,
     Event,
     PlanReady,
+    PlanReviewed,
     RateLimitWait,
     ReducerDelta,
     ReducerStarted,
@@ -39,6 +43,7 @@ from .events import (
     WorkerStarted,
 )
 from .modelcall import CallOutcome, CallSource, ChatRequest, ChatResponse, ToolCallRequest
+from .review import PlanReview
 from .rows import (
     BatchRecord,
     CallRecord,
@@ -63,11 +68,14 @@ __all__ = [
     "CallRetried",
     "CallSource",
     "CallStarted",
+    "CarriedCall",
     "ChatRequest",
     "ChatResponse",
     "ConcurrencyChanged",
     "Event",
     "PlanReady",
+    "PlanReview",
+    "PlanReviewed",
     "RateLimitWait",
     "ReducerDelta",
     "ReducerStarted",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .review import PlanReview
 from .rows import BatchRecord, CallRecord, ScoreRecord, ToolCallRecord, WorkerRecord
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ConcurrencyChanged",
     "Event",
     "PlanReady",
+    "PlanReviewed",
     "RateLimitWait",
     "ReducerDelta",
     "ReducerStarted",
@@ -57,6 +59,16 @@ class PlanReady:
     t: float
     truncated_from: int | None = None  # the planner's count when it was cut to max_workers
     kind: Literal["plan_ready"] = "plan_ready"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanReviewed:
+    """The plan that runs was reviewed first (``swarmkit.plan``, ``--confirm-over``, the
+    notebook's review): right after its PlanReady, which holds the approved sub-tasks."""
+
+    review: PlanReview
+    t: float
+    kind: Literal["plan_reviewed"] = "plan_reviewed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +250,7 @@ class RunFinished:
 Event = (
     RunStarted
     | PlanReady
+    | PlanReviewed
     | CallStarted
     | CallRetried
     | RateLimitWait

@@ -20,6 +20,7 @@ from ..config.wording import counted
 from ..errors import ConfigError, RecordError
 from .fileshapes import Count, RecordedConfig, Schema, Seconds, describe, parse_json, shaped_like
 from .jsontext import Items, json_pieces, plain
+from .review import PlanReview
 from .rows import BatchRecord, CallRecord, RetryRecord, ScoreRecord, ToolCallRecord, WorkerRecord
 from .usage import Usage
 
@@ -60,6 +61,9 @@ class RunRecord:
     # What the checks and the judge made of the answer (checks=, judge=); older files
     # and unscored runs have none, and their JSON has no "scores" key at all.
     scores: tuple[ScoreRecord, ...] = ()
+    # How the plan was reviewed before the fan-out (swarmkit.plan, --confirm-over, the
+    # notebook's review); None for a run that was not, whose JSON has no "review" key.
+    review: PlanReview | None = None
     # The checks that scored this run (``swarmkit.Check`` values), in this process only:
     # an export writes them into its notebook so the replay scores again. Never written
     # to or read from JSON: a file must not hand export code to run.
@@ -163,6 +167,7 @@ class RunRecord:
             "duration": self.duration,
             **({"batches": Items(self.batches)} if self.batches else {}),
             **({"scores": Items(self.scores)} if self.scores else {}),
+            **({"review": self.review.to_dict()} if self.review is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -84,6 +84,7 @@ class CallStore:
         self._seen: Counter[str] = Counter()
         self._tools_seen: Counter[tuple[str, int, str, str]] = Counter()
         self._clock: Callable[[], float] | None = None
+        self._carried: Player | None = None  # the answers of the calls a run carries
 
     @classmethod
     def from_config(
@@ -150,13 +151,29 @@ class CallStore:
         """In replay, whether the cassette holds ``request``; None when not replaying."""
         return None if self.player is None else self.player.recorded(request)
 
+    def carry(self, calls: Sequence[RecordedCall]) -> None:
+        """Answer these calls, made before the run (a Plan's planner calls, as its
+        store recorded them), as they were answered: with their recorded response or
+        failure, source, start, latency, attempts, retries and cost, never asking the
+        provider or the cache again. Each is noted for the run's cassette like a call
+        made now. The engine asks them first (``Engine(carried=...)``:
+        :meth:`engine_options` gives them)."""
+        if self.player is not None:
+            raise StoreError("replay carries the calls its cassette holds; carry none")
+        self._carried = Player(Cassette(run={}, calls=tuple(calls), source="the plan"))
+
     def engine_options(self) -> dict[str, Any]:
-        """Engine arguments: in replay, the recorded run id, date and duration."""
+        """Engine arguments: the carried calls (:meth:`carry`); in replay, the recorded
+        run id, date, duration, review and carried calls (the cassette's planner calls
+        of a run of given tasks: a Plan's run)."""
         if self.player is None:
-            return {}
+            if self._carried is None:
+                return {}
+            return {"carried": tuple(c.carried() for c in self._carried.cassette.calls)}
         cassette = self.player.cassette
         return {"run_id": cassette.run_id, "started_at": cassette.started_at,
-                "recorded_duration": cassette.duration}
+                "recorded_duration": cassette.duration, "review": cassette.review,
+                "carried": cassette.carried_calls()}
 
     # -- model calls -------------------------------------------------------------------------
 
@@ -176,7 +193,10 @@ class CallStore:
         occurrence = self._seen[fingerprint]
         self._seen[fingerprint] += 1
         if self.player is not None:
-            return self._replay(request, step, occurrence, emit, on_delta)
+            return self._replay(self.player, request, step, occurrence, emit, on_delta)
+        if self._carried is not None and self._carried.holds(request, occurrence):
+            return self._replay(self._carried, request, step, occurrence, emit, on_delta,
+                                carried=True)
         started = clock()
         cache_key = endpoint_key(fingerprint, role)
         if self.cache is not None and self.read_cache and step not in self.refresh:
@@ -202,16 +222,24 @@ class CallStore:
 
     def _replay(
         self,
+        player: Player,
         request: ChatRequest,
         step: str,
         occurrence: int,
         emit: Callable[[Event], None],
         on_delta: Callable[[str], None] | None,
+        *,
+        carried: bool = False,
     ) -> CallOutcome:
-        assert self.player is not None
-        entry: RecordedCall = self.player.call(request, step=step, occurrence=occurrence)
+        """A recorded call served again: from the replayed cassette, or ``carried`` (a
+        call made before the run, noted for its cassette, its source kept as it was)."""
+        entry: RecordedCall = player.call(request, step=step, occurrence=occurrence)
         for retry in entry.retries:
             emit(CallRetried(**retry))
+        if carried:
+            self._served(step, request, occurrence, entry.chat_response()
+                         if entry.response is not None else None, entry.source,
+                         entry.error_type)
         if entry.response is None:
             error = (ResponseFormatUnsupported if entry.error_type == "ResponseFormatUnsupported"
                      else ProviderError)
@@ -222,7 +250,8 @@ class CallStore:
             on_delta(response.content)
         # A call the recording served from its cache shows as cached again: the replay
         # must render what the recording rendered.
-        source: CallSource = "cache" if entry.source == "cache" else "replay"
+        source: CallSource = ("cache" if entry.source == "cache" else
+                              entry.source if carried else "replay")
         return CallOutcome(
             response, source, entry.attempts, entry.latency, occurrence,
             started=entry.started, cost_usd=entry.cost_usd, cost_recorded=True,

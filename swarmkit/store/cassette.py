@@ -18,14 +18,15 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from ..config.swarmconfig import AUTO_MODEL, LOCAL_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import AUTO_MODEL, LOCAL_MODEL, ROLES, Role, SwarmConfig
 from ..credentials.secrets import find_secret
 from ..errors import CassetteError
+from ..record.carried import CarriedCall
 from ..record.fileshapes import (
     Cost,
     Count,
@@ -38,7 +39,8 @@ from ..record.fileshapes import (
     shaped_like,
 )
 from ..record.jsontext import Items, json_pieces, plain
-from ..record.modelcall import CallSource, ChatResponse
+from ..record.modelcall import CallSource, ChatRequest, ChatResponse
+from ..record.review import ApprovedBy, PlanReview
 
 __all__ = ["CASSETTE_FORMAT", "Cassette", "RecordedCall", "RecordedTool"]
 
@@ -83,6 +85,17 @@ class RecordedRetry(TypedDict):
     t: Seconds
 
 
+class RecordedReview(TypedDict):
+    """``PlanReview.to_dict``: a reviewed run's plan as proposed and as approved."""
+
+    proposed: list[str]
+    approved: list[str]
+    edited: Count
+    dropped: Count
+    added: Count
+    approved_by: ApprovedBy
+
+
 class RecordedRun(TypedDict):
     run_id: str
     started_at: str
@@ -90,6 +103,7 @@ class RecordedRun(TypedDict):
     duration: Seconds
     status: NotRequired[str]
     config: NotRequired[RecordedConfig]
+    review: NotRequired[RecordedReview]  # a reviewed run only; its config holds the tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +129,11 @@ class RecordedCall:
 
     def chat_response(self) -> ChatResponse:
         return ChatResponse.from_dict(self.response or {})
+
+    def carried(self) -> CarriedCall:
+        """This call as one a later run carries (``Engine(carried=...)``): its request,
+        rebuilt from the recorded body (the same fingerprint)."""
+        return CarriedCall(cast(Role, self.role), self.step, ChatRequest.from_dict(self.request))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -198,6 +217,25 @@ class Cassette:
     @property
     def task(self) -> str:
         return str(self.run["task"])
+
+    def carried_calls(self) -> tuple[CarriedCall, ...]:
+        """The planner's calls a run of given tasks carries (a Plan's run): in replay
+        they are asked again, in order, and served from here. None for a run whose
+        planner ran in it, or that had none (given tasks, ``plan_from``)."""
+        recorded = self.run.get("config") or {}
+        if not recorded.get("tasks"):
+            return ()
+        return tuple(call.carried() for call in self.calls if call.role == "planner")
+
+    @property
+    def review(self) -> PlanReview | None:
+        """How the recorded run's plan was reviewed; a replay states it again and asks
+        nothing (the approved sub-tasks are the recorded config's ``tasks``)."""
+        data = self.run.get("review")
+        if not isinstance(data, dict):
+            return None
+        return PlanReview(tuple(data["proposed"]), tuple(data["approved"]), data["edited"],
+                          data["dropped"], data["added"], data["approved_by"])
 
     def resolve_config(self, config: SwarmConfig) -> SwarmConfig:
         """Pin ``auto``/``local`` roles to the recorded models, so replay starts no server;

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._version import __version__
-from ..record.events import CallFinished, CallRetried, Event, RunFinished, RunStarted
+from ..record.events import (
+    CallFinished,
+    CallRetried,
+    Event,
+    PlanReviewed,
+    RunFinished,
+    RunStarted,
+)
 from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from .cassette import Cassette, RecordedCall, RecordedTool
 
@@ -50,6 +57,11 @@ class CassetteBuilder:
         self._tools: list[RecordedTool] = []
         self.cassette: Cassette | None = None
 
+    @property
+    def calls(self) -> tuple[RecordedCall, ...]:
+        """The calls recorded so far (a plan's, which its run carries: ``CallStore.carry``)."""
+        return tuple(self._calls)
+
     # -- notes from the call store -------------------------------------------------------
 
     def served(
@@ -79,6 +91,8 @@ class CassetteBuilder:
                 "run_id": event.run_id, "started_at": event.started_at, "task": event.task,
                 "config": event.config, "status": "running", "duration": 0.0,
             }
+        elif isinstance(event, PlanReviewed) and self._run:
+            self._run["review"] = event.review.to_dict()
         elif isinstance(event, CallRetried):
             self._retries[event.step].append({
                 "step": event.step, "attempt": event.attempt, "error": event.error,

@@ -118,6 +118,10 @@ class Player:
             step=key.step, closest=closest or None,
         )
 
+    def holds(self, request: ChatRequest, occurrence: int) -> bool:
+        """Whether this very call (its request, its occurrence) is recorded."""
+        return (request.fingerprint(), occurrence) in self._exact
+
     def recorded(self, request: ChatRequest) -> bool:
         """Whether the cassette holds this request (any step, any occurrence)."""
         return request.fingerprint() in self._by_fingerprint

@@ -497,3 +497,82 @@ def test_a_scored_comparison_shows_its_scores_and_winner_in_the_page(
     assert table["box"][0] <= table["box"][1] + 1, f"scores table {table['box']} px"
     assert repeats[0] <= repeats[1] + 1, f"repeats table {repeats} px"  # all its columns
     assert shown[0], f"winner mark ends at {shown[1]:.0f} px, its box at {shown[2]:.0f} px"
+
+
+# -- the plan's review (issue 31) --------------------------------------------------------------
+
+REVIEW = ".jp-OutputArea-output .widget-vbox"  # the review widget (an ipywidgets VBox)
+
+
+def _sent_to_workers(server: FakeServer, task: str) -> list[str]:
+    """The sub-tasks the workers of ``task`` were sent, in worker order."""
+    asked = [r for r in server.requests if r.step.startswith("worker-")
+             and f"Overall task: {task}" in r.body["messages"][-1]["content"]]
+    return [r.body["messages"][-1]["content"].split("): ", 1)[1]
+            for r in sorted(asked, key=lambda r: int(r.step.split("-")[1]))]
+
+
+@pytest.mark.parametrize("theme", ["Light", "Dark"])
+def test_a_review_cell_runs_what_was_typed_and_added_and_not_what_was_unticked(
+    browser_context: Any, lab: JupyterLab, server: FakeServer, scripted: Script,
+    shots: Path, theme: str,
+) -> None:
+    scripted.latency = {"worker-*": 3.0}  # long enough to see the dashboard
+    name = theme.lower()
+    task = f"{theme}: compare four rivers by length, basin and the cities on their banks"
+    typed = "The Nile: its length, its basin, and the cities on its banks"
+    added = "The Mekong: the dams along it and what they changed downstream"
+    lab.set_theme(f"JupyterLab {theme}")
+    try:
+        nb = open_notebook(browser_context, lab, f"review-{name}.ipynb", [
+            "%load_ext swarmkit", swarm_cell(server, "--workers 4 --review", task),
+            "print('the kernel is free while the review waits')"])
+        nb.run_all()  # the last cell runs too: the review's cell has returned
+        nb.wait_text("the kernel is free while the review waits", cell=2)
+        review = nb.output_area(1).locator(REVIEW).first
+        boxes = review.locator("textarea")
+        review.get_by_text("Run 4 workers").wait_for(timeout=UI_TIMEOUT)
+        nb.interrupt()  # an interrupt while the review waits spends nothing, ends nothing
+        nb.wait_kernel_idle()
+        proposed = [boxes.nth(i).input_value() for i in range(boxes.count())]
+        boxes.nth(0).fill(typed)
+        review.locator(".widget-checkbox input").nth(1).uncheck()
+        review.locator("button", has_text="Add a sub-task").click()
+        boxes.nth(4).wait_for(timeout=UI_TIMEOUT)
+        boxes.nth(4).fill(added)
+        run = review.locator("button", has_text="Run 4 workers")
+        run.wait_for(timeout=UI_TIMEOUT)  # the count follows the edits: 4 - 1 + 1
+        review.get_by_text("forecast for 4 workers", exact=False).wait_for(timeout=UI_TIMEOUT)
+        nb.screenshot(shots / f"review-{name}-wide.png", cell=1)
+        nb.page.set_viewport_size(NARROW)
+        nb.page.wait_for_timeout(800)  # JupyterLab lays the panels out again
+        nb.screenshot(shots / f"review-{name}-800.png", cell=1)
+        fits = review.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1")
+        contrast = sorted(review.locator(".swarmkit").evaluate_all(
+            f"els => els.flatMap(el => ({_CONTRAST})(el))"))
+        nb.page.set_viewport_size(WIDE)
+        assert _sent_to_workers(server, task) == []  # nothing sent before Run
+        run.click()
+        wait_dashboard(nb).get_by_text("4 running", exact=False).first.wait_for(
+            timeout=UI_TIMEOUT)
+        nb.screenshot(shots / f"review-{name}-wide-running.png", cell=1)
+        static = wait_static(nb)
+        nb.screenshot(shots / f"review-{name}-wide-final.png", cell=1)
+        nb.page.set_viewport_size(NARROW)
+        nb.page.wait_for_timeout(800)
+        nb.screenshot(shots / f"review-{name}-800-final.png", cell=1)
+        text = static.inner_text()
+        area = nb.output_area(1)
+        outputs = area.locator(".jp-OutputArea-output").count()
+        left = area.locator(".widget-vbox").count()
+        nb.page.close()
+    finally:
+        lab.set_theme("JupyterLab Light")
+    assert len(proposed) == 4 and proposed[0] != typed
+    assert _sent_to_workers(server, task) == [typed, proposed[2], proposed[3], added]
+    assert proposed[1] not in _sent_to_workers(server, task)
+    assert "4 workers (4 completed)" in text
+    assert "plan reviewed: 4 proposed · 1 edited · 1 dropped · 1 added" in text
+    assert outputs == 1 and left == 0  # the tables in the review's place, no widget left
+    assert fits  # at 800 px the review wraps; nothing scrolls sideways
+    assert contrast and contrast[0][0] >= 3, contrast

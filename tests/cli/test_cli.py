@@ -206,7 +206,8 @@ def test_exit_statuses_are_documented_in_the_help() -> None:
     from swarmkit.cli.exitcodes import EXIT_CODES
 
     assert EXIT_CODES == {0: "completed", 1: "the run failed",
-                          2: "a bad option or value, a missing key, a refused resume",
+                          2: "a bad option or value, a missing key, a refused resume, a "
+                             "plan held by --confirm-over and not approved",
                           3: "partial: an answer, but some workers failed or were cancelled",
                           124: "timed out (--run-timeout)", 130: "interrupted"}
     for text in (swarmkit_cli("--help").stdout, swarmkit_cli("run", "--help").stdout):

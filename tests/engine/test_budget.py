@@ -128,3 +128,25 @@ def test_spend_never_exceeds_cap_whatever_the_usage_and_concurrency(
     # A refused call really could not fit: its worst case exceeded what was left.
     for index in refused:
         assert calls[index][0] > cap - snap.spent_usd or calls[index][0] > cap
+
+
+def test_a_charged_call_counts_as_spent_even_past_the_cap_and_is_reported() -> None:
+    budget = Budget(Decimal("1.00"), 100)
+    budget.charge(Decimal("0.30"), 20)  # a carried call: paid already, nothing reserved
+    snap = budget.snapshot()
+    assert (snap.spent_usd, snap.reserved_usd, snap.spent_tokens) == (Decimal("0.30"), 0, 20)
+    assert budget.overspent("the planner's calls") is None
+
+    async def scenario() -> None:
+        with pytest.raises(BudgetExceeded, match=r"needs up to \$0\.800000.*\$0\.300000"):
+            await budget.reserve(Decimal("0.80"), 10)
+
+    asyncio.run(scenario())
+    budget.charge(None, 90)  # an unknown cost adds nothing; its tokens count
+    assert budget.snapshot().spent_usd == Decimal("0.30")
+    refusal = budget.overspent("the planner's calls")
+    assert refusal == ("budget: the planner's calls spent 110 tokens, over budget_tokens "
+                       "100; raise budget_tokens")
+    budget.charge(Decimal("0.75"), 0)
+    assert budget.overspent("x") == ("budget: x spent $1.050000, over the budget of $1.00; "
+                                     "raise the budget")

@@ -21,6 +21,7 @@ from swarmkit.testing import (
     default_reply,
 )
 from tests.support.fakekey import QUICK_RETRIES, run_options
+from tests.support.planners import json_schema_refused
 
 pytestmark = pytest.mark.usefixtures("fake_key")
 
@@ -137,13 +138,7 @@ def test_unknown_model_price_shows_unknown_cost_and_refuses_a_budget() -> None:
 
 
 def test_planner_falls_back_when_json_schema_is_rejected() -> None:
-    def handler(request: FakeRequest) -> FakeReply | Fault:
-        if request.step == "planner":
-            if (request.response_format or {}).get("type") == "json_schema":
-                return Fault.llama_cpp_json_schema()
-            return FakeReply(content='```json\n{"tasks": ["a", "b"]}\n```')
-        return FakeReply(content=f"done {request.step}")
-
+    handler = json_schema_refused('```json\n{"tasks": ["a", "b"]}\n```')
     with FakeServer(handler) as server:
         run = swarmkit.run_sync("task", **options(server))
     assert run.plan == ["a", "b"]
