@@ -6,7 +6,9 @@ were sent: a worker's "Your sub-task (4 of 4): ..." line, the reducer's "Worker 
 worker's output and the reducer's answer drop every line that starts with one of the
 labels below (as written by ``engine.worker.worker_messages`` and
 ``engine.reducerinput``): a restated prompt line goes whole, a reducer input's heading
-goes and the text after it on its line stays. Nothing else in an answer is touched. It
+goes and the text after it on its line stays, and a sentence in swarmkit's own words
+("sub-task", "Worker 2", "the workers' answers") goes whole. Nothing else in an answer is
+touched. It
 applies to the embedded model's answers only (``local`` roles): a hosted model does not
 echo them, and a test server that echoes its prompt on purpose keeps doing so. The
 recorded call keeps what the model said: the Run's ``calls`` are the evidence.
@@ -18,25 +20,38 @@ import re
 
 __all__ = ["without_scaffold"]
 
-# Lines that restate the worker's prompt: dropped whole.
+# Lines that restate the worker's prompt or the reducer's task line: dropped whole.
 _RESTATED = re.compile(
-    r"^[ \t>*_#-]*(?:overall task:|your sub-?task \(\d+ of \d+\))[^\n]*(?:\n|$)",
+    r"^[ \t>*_#-]*(?:overall task:|your sub-?task \(\d+ of \d+\))[^\n]*(?:\n|$)"
+    r"|^[ \t>*_#-]*task:[^\n]*?(?:[.?!][ \t]+|\n|$)",  # the task restated: its sentence
     re.IGNORECASE | re.MULTILINE,
 )
-# The reducer's input headings, "Worker 2 (sub-task: ...):": the heading is dropped and
-# what follows it on the line is kept (a model may answer on the heading's line).
+# The reducer's input headings, "Worker 2 (sub-task: ...):", also as "Worker 2:" or ended
+# by a full stop, at a line's start or a sentence's: the heading is dropped and what
+# follows it on the line is kept (a model may answer on the heading's line).
 _HEADING = re.compile(
-    r"^[ \t>*_#-]*(?:worker \d+ \(sub-?task:[^\n]*?\)|partial answer \d+\.\d+ "
-    r"\(workers[^\n]*?\)):[ \t]*",
+    r"(?:^|(?<=[.!?\"] ))[ \t>*_#-]*(?:worker \d+(?: \(sub-?task:[^\n]*?\))?"
+    r"|partial answer \d+\.\d+ \(workers[^\n]*?\))[ \t]*[:.][ \t]*",
     re.IGNORECASE | re.MULTILINE,
 )
+# A sentence that talks about swarmkit's machinery rather than the task ("Your sub-task
+# is to compare ...", "The workers' answers agree ..."): dropped whole.
+_OWN_WORDS = re.compile(r"\bsub-?tasks?\b|\bworkers?(?:'s?)? answers?\b|\bworker \d+\b",
+                        re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"')\]]*|\n|$)")
+
+
+def _without_own_sentences(text: str) -> str:
+    return "".join(piece for piece in _SENTENCE.findall(text) if not _OWN_WORDS.search(piece))
 
 
 def without_scaffold(text: str, *, local: bool = True) -> str:
-    """``text`` without swarmkit's echoed prompt labels (see module doc); unchanged unless
-    ``local`` (the answer came from the embedded model), and never emptied: an answer that
-    was nothing but labels is kept as it came, for the reader to judge."""
+    """``text`` without swarmkit's echoed prompt labels and sentences in its own words
+    (see module doc); unchanged unless ``local`` (the answer came from a local model), and
+    never emptied: an answer that was nothing but labels is kept as it came, for the
+    reader to judge."""
     if not local or ("ask" not in text and "orker" not in text and "artial" not in text):
         return text  # the common case: no label word at all, nothing to scan
-    cleaned = _HEADING.sub("", _RESTATED.sub("", text)).strip()
+    cleaned = _without_own_sentences(_HEADING.sub("", _RESTATED.sub("", text))).strip()
+    cleaned = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", cleaned))
     return cleaned if cleaned and cleaned != text.strip() else text
