@@ -89,10 +89,9 @@ LOCAL_SYSTEM_PROMPT = (
     "factual sentences. Stay on its topic."
 )
 LOCAL_REDUCER_PROMPT = (
-    "You write the final answer to the task on the first line of the user's message, "
-    "using the notes below it. Start with one sentence that answers the task. Then write "
-    "one short paragraph for each topic of the notes, starting with the topic's name. Do "
-    "not talk about the notes."
+    "You are a helpful assistant. Answer the user's question using the notes before it: "
+    "write one short paragraph for each topic of the notes, starting with the topic's "
+    "name."
 )
 
 

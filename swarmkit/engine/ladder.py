@@ -119,12 +119,14 @@ def _local_rungs(max_workers: int, items: tuple[str, ...], legacy: bool) -> list
 
 def plan_rungs(
     max_workers: int, *, local: bool, start: RungName | None = None,
-    items: tuple[str, ...] = (), replay: bool = False,
+    items: tuple[str, ...] = (), count: int | None = None, replay: bool = False,
 ) -> list[Rung]:
     """The ladder, best first, from ``start`` (a remembered rung) when given.
 
     ``items``: what the task names (``engine.nameditems``); a local planner is held to
-    one sub-task per item when there are 1 to ``max_workers`` of them. ``replay`` adds
+    one sub-task per item when there are 1 to ``max_workers`` of them, else to ``count``
+    sub-tasks (what the task counts, ``engine.nameditems``) if 2 to ``max_workers``, else
+    to ``max_workers``. ``replay`` adds
     the local rungs as recorded before issue 32, after the current ones (only a
     recording's requests are asked in a replay)."""
     if local:
@@ -132,7 +134,8 @@ def plan_rungs(
         # writes exactly max_workers one-line tasks that start with a letter, or one
         # sub-task per named item.
         held = items if 0 < len(items) <= max_workers else ()
-        rungs = _local_rungs(max_workers, held, legacy=False)
+        exact = count if count is not None and 2 <= count <= max_workers else max_workers
+        rungs = _local_rungs(exact, held, legacy=False)
         if replay:
             rungs += _local_rungs(max_workers, (), legacy=True)
     else:

@@ -9,14 +9,15 @@ or ends at a word that joins or asks ("how", "for", "are"): "Explain how a hamme
 "hammer", "Rust are best used for" gives "Rust". Pairs that are one idea ("pros and
 cons", "strengths and weaknesses") are not items. When a task holds several lists, the
 longest is taken (the last of equals). Anything else names no items, and the planner
-splits it freely.
+splits it freely, into as many sub-tasks as the task counts ("three tips",
+:func:`named_count`) or else ``--workers``.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_ITEMS", "named_items"]
+__all__ = ["MAX_ITEMS", "named_count", "named_items"]
 
 MAX_ITEMS = 8
 _MAX_WORDS = 3
@@ -106,6 +107,22 @@ def _items(members: list[str]) -> list[str]:
     if len(pair) == 2 and pair in _ONE_IDEA:
         return []
     return items
+
+
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+# "three practical tips", "5 ways": a count, then up to two words, then a plural noun.
+_COUNT = re.compile(r"\b(two|three|four|five|six|seven|eight|[2-8])\s+(?:[a-z-]+\s+){0,2}"
+                    r"[a-z]+s\b", re.IGNORECASE)
+
+
+def named_count(task: str) -> int | None:
+    """How many things ``task`` asks for by number ("Give three practical tips" is 3),
+    if it says so once; None otherwise."""
+    found = {match.group(1).casefold() for match in _COUNT.finditer(task)}
+    if len(found) != 1:
+        return None
+    word = found.pop()
+    return int(word) if word.isdigit() else _NUMBERS[word]
 
 
 def named_items(task: str) -> tuple[str, ...]:

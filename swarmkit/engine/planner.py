@@ -23,7 +23,7 @@ from ..record.events import PlanReady
 from ..record.modelcall import ChatRequest
 from .context import StepContext
 from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
-from .nameditems import named_items
+from .nameditems import named_count, named_items
 
 __all__ = [
     "PLAN_EXAMPLES",
@@ -299,7 +299,8 @@ async def make_plan(context: StepContext, task: str) -> tuple[str, ...]:
     refused = False
     ladder = [(rung, context.request("planner", messages, response_format=rung.response_format))
               for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start,
-                                     items=named_items(task), replay=bool(cfg.replay))]
+                                     items=named_items(task), count=named_count(task),
+                                     replay=bool(cfg.replay))]
     if recorded is not None:
         # Nothing recorded: the first rung's ReplayMiss says what the cassette holds.
         ladder = [step for step in ladder if recorded(step[1])] or ladder[:1]

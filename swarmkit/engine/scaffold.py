@@ -31,13 +31,13 @@ _RESTATED = re.compile(
 # follows it on the line is kept (a model may answer on the heading's line).
 _HEADING = re.compile(
     r"(?:^|(?<=[.!?\"] ))[ \t>*_#-]*(?:worker \d+(?: \(sub-?task:[^\n]*?\))?"
-    r"|partial answer \d+\.\d+ \(workers[^\n]*?\))[ \t]*[:.][ \t]*",
+    r"|partial answer \d+\.\d+ \(workers[^\n]*?\)|notes on [^\n:]{1,200})[ \t]*[:.][ \t]*",
     re.IGNORECASE | re.MULTILINE,
 )
 # A sentence that talks about swarmkit's machinery rather than the task ("Your sub-task
 # is to compare ...", "The workers' answers agree ..."): dropped whole.
-_OWN_WORDS = re.compile(r"\bsub-?tasks?\b|\bworkers?(?:'s?)? answers?\b|\bworker \d+\b",
-                        re.IGNORECASE)
+_OWN_WORDS = re.compile(r"\bsub-?tasks?\b|\bworkers?(?:'s?)? answers?\b|\bworker \d+\b"
+                        r"|\b(?:the|these) notes\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"')\]]*|\n|$)")
 
 
@@ -50,7 +50,7 @@ def without_scaffold(text: str, *, local: bool = True) -> str:
     (see module doc); unchanged unless ``local`` (the answer came from a local model), and
     never emptied: an answer that was nothing but labels is kept as it came, for the
     reader to judge."""
-    if not local or ("ask" not in text and "orker" not in text and "artial" not in text):
+    if not local or not any(word in text for word in ("ask", "orker", "artial", "otes")):
         return text  # the common case: no label word at all, nothing to scan
     cleaned = _without_own_sentences(_HEADING.sub("", _RESTATED.sub("", text))).strip()
     cleaned = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", cleaned))

@@ -17,8 +17,9 @@ from swarmkit.config.swarmconfig import (
     LOCAL_SYSTEM_PROMPT,
 )
 from swarmkit.engine.ladder import forget_rungs, item_task_pattern, plan_rungs
-from swarmkit.engine.nameditems import named_items
+from swarmkit.engine.nameditems import named_count, named_items
 from swarmkit.engine.planner import PLAN_EXAMPLES, is_fragment, parse_plan, plan_messages
+from swarmkit.engine.reducerinput import reducer_messages
 from swarmkit.engine.scaffold import without_scaffold
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer
 from tests.support.fakekey import QUICK_RETRIES, run_options
@@ -147,3 +148,29 @@ def test_sentences_in_swarmkits_own_words_are_dropped_from_a_local_answer() -> N
             "separate sub-task. Worker 2 (sub-task: Coffee). Coffee is strong.")
     assert without_scaffold(text) == '"Tea is mild." Coffee is strong.'
     assert without_scaffold(text, local=False) is text
+
+
+@pytest.mark.parametrize(("task", "count"), [
+    ("Give three practical tips for writing clear technical documentation.", 3),
+    ("List 5 ways to save water.", 5), ("Compare two cars and three bikes.", None),
+    ("Describe the sun.", None)])
+def test_a_task_that_counts_its_sub_tasks_is_planned_to_that_count(
+        task: str, count: int | None) -> None:
+    assert named_count(task) == count
+    rungs = plan_rungs(4, local=True, count=named_count(task))
+    tasks = rungs[0].response_format["json_schema"]["schema"]["properties"]["tasks"]  # type: ignore[index]
+    expected = count if count is not None and count <= 4 else 4
+    assert (tasks["minItems"], tasks["maxItems"]) == (expected, expected)
+
+
+def test_the_local_reducer_reads_notes_by_topic_then_the_task_as_its_question() -> None:
+    inputs = [(1, "Tea at breakfast", "Tea is mild."), (2, "Coffee", "Coffee is strong.")]
+    local = reducer_messages(LOCAL_REDUCER_PROMPT, "Compare tea and coffee.", inputs)
+    assert local[1]["content"] == ("Notes on Tea at breakfast:\nTea is mild.\n\n"
+                                   "Notes on Coffee:\nCoffee is strong.\n\n"
+                                   "Using these notes, answer: Compare tea and coffee.")
+    hosted = reducer_messages("Merge.", "Compare tea and coffee.", inputs)
+    assert hosted[1]["content"].startswith("Task: Compare tea and coffee.\n\nWorker 1 (sub-task:")
+    # The headings a small model may echo go, as swarmkit's other labels do.
+    assert without_scaffold("Notes on Coffee: Coffee is strong. The notes agree.") == (
+        "Coffee is strong.")
