@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = TASKS[:1] if args.quick else TASKS
     where = Path(swarmkit.__file__).resolve().parent.parent
     print(f"swarmkit from {'--source' if args.source else 'this checkout'} ({where.name}); "
-          f"{len(tasks)} tasks on the embedded model")
+          f"{len(tasks)} {'task' if len(tasks) == 1 else 'tasks'} on the embedded model")
     results: list[Scored] = []
     for task, items in tasks:
         scored = _run_one(task, items, args.quick)

@@ -109,3 +109,15 @@ def test_quick_scrub_benchmark_prints_each_reply_and_the_per_call_ratio() -> Non
                   "streamed 5 KB (40-char pieces)"):
         assert reply in out, out
     assert "ratio now / d726c9e: CPU per call" in out, out
+
+
+@pytest.mark.local
+@pytest.mark.slow  # one swarm on the embedded model at few tokens: 10 s to a minute
+def test_quick_quality_benchmark_scores_a_swarm_on_the_embedded_model() -> None:
+    out = quick("quality.py")
+    assert "1 task on the embedded model" in out, out
+    row = next(line for line in out.splitlines() if "Compare tea, coffee and cocoa" in line)
+    assert row.lstrip().startswith("plan ") and " focus " in row and " answer " in row, row
+    for figure in ("plan coverage: ", "plan focus: ", "answer coverage: "):
+        value = next(line for line in out.splitlines() if line.startswith(figure))
+        assert 0.0 <= float(value.removeprefix(figure)) <= 1.0, value
