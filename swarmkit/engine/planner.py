@@ -66,9 +66,11 @@ _JOINING = frozenset(
     ["and", "but", "or", "nor", "so", "yet", "also", "then", "with", "of", "to", "for", "as"]
 )
 # Sub-tasks are words, not identifiers (the README's rule, and the local schema's pattern
-# in engine.ladder): one needs a word of letters besides swarmkit's own words, and no
-# word may be an identifier (an underscore, or three parts joined by dots or slashes).
-# "hammer.saw.drill.EASY_TIP_1.1.3.1", "send_email_to_team", "sub-task 1, 2" are refused.
+# in engine.ladder): one needs a word of letters besides swarmkit's own words, and it may
+# neither start with an identifier (a word with an underscore, or of three parts joined
+# by dots, colons or slashes) nor be identifiers for the most part of its characters.
+# "hammer.saw.drill.EASY_TIP_1.1.3.1", "send_email_to_team", "sub-task 1, 2" are refused;
+# a sentence that mentions "terraform-dev-2.0.0" or "__init__.py" along the way is not.
 _LETTER_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 _OWN_WORDS = frozenset(["sub-task", "subtask", "sub-tasks", "subtasks", "task", "tasks",
                         "step", "steps", "item", "items", "part", "parts", "sub"])
@@ -77,7 +79,10 @@ _IDENTIFIER = re.compile(r"\w_|_\w|\w[./:]\w+[./:]\w")
 
 def is_identifier_like(task: str) -> bool:
     """Whether ``task`` reads as an identifier or a label rather than words (see above)."""
-    if _IDENTIFIER.search(task):
+    tokens = task.split()
+    identifiers = [token for token in tokens if _IDENTIFIER.search(token)]
+    if identifiers and (identifiers[0] is tokens[0]
+                        or 2 * sum(map(len, identifiers)) > sum(map(len, tokens))):
         return True
     words = [word for token in task.split() for word in _LETTER_WORD.findall(token)
              if word.casefold() not in _OWN_WORDS and not _is_own_label(token)]

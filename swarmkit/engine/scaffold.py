@@ -20,22 +20,31 @@ import re
 
 __all__ = ["without_scaffold"]
 
-# Lines that restate the worker's prompt or the reducer's task line: dropped whole.
+# Lines that restate the worker's prompt: dropped whole.
 _RESTATED = re.compile(
-    r"^[ \t>*_#-]*(?:overall task:|your sub-?task \(\d+ of \d+\))[^\n]*(?:\n|$)"
-    r"|^[ \t>*_#-]*task:[^\n]*?(?:[.?!][ \t]+|\n|$)",  # the task restated: its sentence
+    r"^[ \t>*_#-]*(?:overall task:|your sub-?task \(\d+ of \d+\))[^\n]*(?:\n|$)",
     re.IGNORECASE | re.MULTILINE,
 )
-# The reducer's input headings, "Worker 2 (sub-task: ...):", also as "Worker 2:" or ended
-# by a full stop, at a line's start or a sentence's: the heading is dropped and what
-# follows it on the line is kept (a model may answer on the heading's line).
+# The reducer's input headings, "Worker 2 (sub-task: ...):": the heading is dropped and
+# what follows it on the line is kept (a model may answer on the heading's line).
 _HEADING = re.compile(
+    r"^[ \t>*_#-]*(?:worker \d+ \(sub-?task:[^\n]*?\)|partial answer \d+\.\d+ "
+    r"\(workers[^\n]*?\)):[ \t]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+# With the small local model's prompts (``thorough``), also: the task restated ("Task:
+# ..."), its sentence dropped; a heading as "Worker 2:", "Worker 2 (sub-task: ...)." or
+# "Notes on ...:", at a line's start or a sentence's; and any sentence that talks about
+# swarmkit's machinery rather than the task ("Your sub-task is to compare ...", "The
+# workers' answers agree ...", "the notes"), dropped whole.
+_RESTATED_TASK = re.compile(r"^[ \t>*_#-]*task:[^\n]*?(?:[.?!][ \t]+|\n|$)",
+                            re.IGNORECASE | re.MULTILINE)
+_ANY_HEADING = re.compile(
     r"(?:^|(?<=[.!?\"] ))[ \t>*_#-]*(?:worker \d+(?: \(sub-?task:[^\n]*?\))?"
     r"|partial answer \d+\.\d+ \(workers[^\n]*?\)|notes on [^\n:]{1,200})[ \t]*[:.][ \t]*",
     re.IGNORECASE | re.MULTILINE,
 )
-# A sentence that talks about swarmkit's machinery rather than the task ("Your sub-task
-# is to compare ...", "The workers' answers agree ..."): dropped whole.
 _OWN_WORDS = re.compile(r"\bsub-?tasks?\b|\bworkers?(?:'s?)? answers?\b|\bworker \d+\b"
                         r"|\b(?:the|these) notes\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"')\]]*|\n|$)")
@@ -45,13 +54,22 @@ def _without_own_sentences(text: str) -> str:
     return "".join(piece for piece in _SENTENCE.findall(text) if not _OWN_WORDS.search(piece))
 
 
-def without_scaffold(text: str, *, local: bool = True) -> str:
-    """``text`` without swarmkit's echoed prompt labels and sentences in its own words
-    (see module doc); unchanged unless ``local`` (the answer came from a local model), and
-    never emptied: an answer that was nothing but labels is kept as it came, for the
-    reader to judge."""
-    if not local or not any(word in text for word in ("ask", "orker", "artial", "otes")):
+def without_scaffold(text: str, *, local: bool = True, thorough: bool = False) -> str:
+    """``text`` without swarmkit's echoed prompt labels (see module doc); unchanged unless
+    ``local`` (the answer came from a local model), and never emptied: an answer that
+    was nothing but labels is kept as it came, for the reader to judge.
+
+    ``thorough``: the role ran with the small local model's prompt (``LOCAL_SYSTEM_PROMPT``,
+    ``LOCAL_REDUCER_PROMPT``), so its own words go too (see above). A run recorded with
+    the default prompts gets the cleanup it had then, so its replay renders the same.
+    """
+    words = ("ask", "orker", "artial", "otes") if thorough else ("ask", "orker", "artial")
+    if not local or not any(word in text for word in words):
         return text  # the common case: no label word at all, nothing to scan
-    cleaned = _without_own_sentences(_HEADING.sub("", _RESTATED.sub("", text))).strip()
-    cleaned = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", cleaned))
+    if thorough:
+        cleaned = _ANY_HEADING.sub("", _RESTATED_TASK.sub("", _RESTATED.sub("", text)))
+        cleaned = _without_own_sentences(cleaned).strip()
+        cleaned = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", cleaned))
+    else:
+        cleaned = _HEADING.sub("", _RESTATED.sub("", text)).strip()
     return cleaned if cleaned and cleaned != text.strip() else text

@@ -146,8 +146,10 @@ def test_a_prompt_the_user_gave_is_kept_on_a_local_model() -> None:
 def test_sentences_in_swarmkits_own_words_are_dropped_from_a_local_answer() -> None:
     text = ("Task: Compare tea and coffee. Worker 1: \"Tea is mild.\" I'll provide a "
             "separate sub-task. Worker 2 (sub-task: Coffee). Coffee is strong.")
-    assert without_scaffold(text) == '"Tea is mild." Coffee is strong.'
-    assert without_scaffold(text, local=False) is text
+    assert without_scaffold(text, thorough=True) == '"Tea is mild." Coffee is strong.'
+    assert without_scaffold(text, local=False, thorough=True) is text
+    # With the default prompts (a run recorded before them): the cleanup it had then.
+    assert without_scaffold(text) is text
 
 
 @pytest.mark.parametrize(("task", "count"), [
@@ -172,5 +174,12 @@ def test_the_local_reducer_reads_notes_by_topic_then_the_task_as_its_question() 
     hosted = reducer_messages("Merge.", "Compare tea and coffee.", inputs)
     assert hosted[1]["content"].startswith("Task: Compare tea and coffee.\n\nWorker 1 (sub-task:")
     # The headings a small model may echo go, as swarmkit's other labels do.
-    assert without_scaffold("Notes on Coffee: Coffee is strong. The notes agree.") == (
-        "Coffee is strong.")
+    assert without_scaffold("Notes on Coffee: Coffee is strong. The notes agree.",
+                            thorough=True) == "Coffee is strong."
+
+
+def test_a_sentence_that_mentions_an_identifier_along_the_way_stays_a_sub_task() -> None:
+    task = ('**Use a clear commit message format**: e.g. "New commit with type '
+            'terraform-dev-2.0.0-p1" for every release.')
+    assert not is_fragment(task)
+    assert is_fragment("terraform-dev-2.0.0-p1 for every release")
