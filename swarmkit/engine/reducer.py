@@ -41,9 +41,11 @@ _MIN_REDUCER_TOKENS = 64
 _REDUCER_SHARE = Decimal("0.25")
 
 
-def _thorough(context: StepContext) -> bool:
-    """Whether the reducer ran with the small local model's prompt (engine.scaffold)."""
-    return context.config.reducer_prompt == LOCAL_REDUCER_PROMPT
+def _cleanup(context: StepContext) -> dict[str, Any]:
+    """The scaffold cleanup's options for a reducer that ran with the small local model's
+    prompt (engine.scaffold): its own words and its prompt's go too."""
+    prompt = context.config.reducer_prompt
+    return {"thorough": prompt == LOCAL_REDUCER_PROMPT, "prompt": prompt}
 
 
 def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
@@ -129,7 +131,7 @@ async def reduce(
             return "failed", None, refused
         answer = without_scaffold(await reduce_in_parts(
             context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta),
-            local=context.config.reducer.is_local, thorough=_thorough(context))
+            local=context.config.reducer.is_local, **_cleanup(context))
         return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
     request, reservation, inputs = await _reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
@@ -139,7 +141,7 @@ async def reduce(
     status = "completed" if len(inputs) == len(plan) else "partial"
     answer = without_scaffold(outcome.response.content or "",
                               local=context.config.reducer.is_local,
-                              thorough=_thorough(context))
+                              **_cleanup(context))
     return status, answer, None
 
 

@@ -50,25 +50,38 @@ _OWN_WORDS = re.compile(r"\bsub-?tasks?\b|\bworkers?(?:'s?)? answers?\b|\bworker
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+[\"')\]]*|\n|$)")
 
 
-def _without_own_sentences(text: str) -> str:
-    return "".join(piece for piece in _SENTENCE.findall(text) if not _OWN_WORDS.search(piece))
+# A sentence that shares this many words in a row with the role's own prompt repeats it.
+_ECHO_WORDS = 5
 
 
-def without_scaffold(text: str, *, local: bool = True, thorough: bool = False) -> str:
+def _runs(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"[a-z0-9']+", text.casefold())
+    return {tuple(words[i:i + _ECHO_WORDS]) for i in range(len(words) - _ECHO_WORDS + 1)}
+
+
+def _without_own_sentences(text: str, prompt: str) -> str:
+    echoed = _runs(prompt)
+    return "".join(piece for piece in _SENTENCE.findall(text)
+                   if not _OWN_WORDS.search(piece) and not _runs(piece) & echoed)
+
+
+def without_scaffold(text: str, *, local: bool = True, thorough: bool = False,
+                     prompt: str = "") -> str:
     """``text`` without swarmkit's echoed prompt labels (see module doc); unchanged unless
     ``local`` (the answer came from a local model), and never emptied: an answer that
     was nothing but labels is kept as it came, for the reader to judge.
 
     ``thorough``: the role ran with the small local model's prompt (``LOCAL_SYSTEM_PROMPT``,
-    ``LOCAL_REDUCER_PROMPT``), so its own words go too (see above). A run recorded with
+    ``LOCAL_REDUCER_PROMPT``), so its own words go too (see above), and so does a
+    sentence that repeats five words in a row of that ``prompt``. A run recorded with
     the default prompts gets the cleanup it had then, so its replay renders the same.
     """
     words = ("ask", "orker", "artial", "otes") if thorough else ("ask", "orker", "artial")
-    if not local or not any(word in text for word in words):
+    if not local or not ((thorough and prompt) or any(word in text for word in words)):
         return text  # the common case: no label word at all, nothing to scan
     if thorough:
         cleaned = _ANY_HEADING.sub("", _RESTATED_TASK.sub("", _RESTATED.sub("", text)))
-        cleaned = _without_own_sentences(cleaned).strip()
+        cleaned = _without_own_sentences(cleaned, prompt).strip()
         cleaned = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", cleaned))
     else:
         cleaned = _HEADING.sub("", _RESTATED.sub("", text)).strip()

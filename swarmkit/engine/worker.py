@@ -190,7 +190,8 @@ async def run_worker(
         if data is None:
             cfg = context.config
             output = without_scaffold(output, local=cfg.worker.is_local,
-                                      thorough=cfg.system_prompt == LOCAL_SYSTEM_PROMPT)
+                                      thorough=cfg.system_prompt == LOCAL_SYSTEM_PROMPT,
+                                      prompt=cfg.system_prompt)
         finish("completed", output=output, data=data)
 
 

@@ -183,3 +183,11 @@ def test_a_sentence_that_mentions_an_identifier_along_the_way_stays_a_sub_task()
             'terraform-dev-2.0.0-p1" for every release.')
     assert not is_fragment(task)
     assert is_fragment("terraform-dev-2.0.0-p1 for every release")
+
+
+def test_a_sentence_repeating_the_roles_own_prompt_is_dropped() -> None:
+    text = ("Tea is mild. I will answer the question below in three or four short "
+            "sentences. Coffee is strong.")
+    assert without_scaffold(text, thorough=True, prompt=LOCAL_SYSTEM_PROMPT) == (
+        "Tea is mild. Coffee is strong.")
+    assert without_scaffold(text, prompt=LOCAL_SYSTEM_PROMPT) is text  # default prompts
