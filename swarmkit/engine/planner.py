@@ -4,9 +4,11 @@ Requests go down the response_format ladder (swarmkit.engine.ladder). Each rung'
 parsed leniently (fences, prose around the JSON, a bare list; on the plain-text rung a
 numbered or bulleted list too) and, if unusable, repaired once on the same rung. A plan
 is only what is left after placeholders (``"..."``, ``"sub-task 1"``), fragments of a
-sentence (``", but also"``: :func:`is_fragment`), echoes of the prompt and repeats are
-dropped: if nothing is left, the next rung is tried, so a run never completes on the
-prompt's own example parroted back.
+sentence (``", but also"``: :func:`is_fragment`), identifiers
+(``hammer.saw.drill.EASY_TIP_1``, ``sub-task 1, 2``: :func:`is_identifier_like`), echoes
+of the prompt and of the worked examples, and repeats are dropped: if nothing is left,
+the next rung is tried, so a run never completes on the prompt's own example parroted
+back.
 """
 
 from __future__ import annotations
