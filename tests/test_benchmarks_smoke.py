@@ -125,3 +125,15 @@ def test_quick_forecast_benchmark_prints_both_ratios() -> None:
     assert "expected/spent over 4 runs: median" in out, out
     assert "bound/spent over 4 runs: median" in out, out
     assert "from 6 earlier runs of gpt-4.1-mini in this history" in out, out
+
+
+@pytest.mark.local
+@pytest.mark.slow  # one swarm on the embedded model at few tokens: 10 s to a minute
+def test_quick_quality_benchmark_scores_a_swarm_on_the_embedded_model() -> None:
+    out = quick("quality.py")
+    assert "1 task on the embedded model" in out, out
+    row = next(line for line in out.splitlines() if "Compare tea, coffee and cocoa" in line)
+    assert row.lstrip().startswith("plan ") and " focus " in row and " answer " in row, row
+    for figure in ("plan coverage: ", "plan focus: ", "answer coverage: "):
+        value = next(line for line in out.splitlines() if line.startswith(figure))
+        assert 0.0 <= float(value.removeprefix(figure)) <= 1.0, value

@@ -17,7 +17,13 @@ from ..config.options import TOOL_CHOICE_KEYS
 from ..config.swarmconfig import (
     AUTO_MODEL,
     DEFAULT_MODEL,
+    DEFAULT_PLANNER_PROMPT,
+    DEFAULT_REDUCER_PROMPT,
+    DEFAULT_SYSTEM_PROMPT,
     LOCAL_MODEL,
+    LOCAL_PLANNER_PROMPT,
+    LOCAL_REDUCER_PROMPT,
+    LOCAL_SYSTEM_PROMPT,
     ROLES,
     RoleConfig,
     SwarmConfig,
@@ -92,7 +98,25 @@ def resolve_models(config: SwarmConfig, env: Mapping[str, str]) -> SwarmConfig:
         roles[name] = role
     config = replace(config, **_resolved_judge(config, env),
                      auto_local=tuple(auto_local) or config.auto_local)
-    return replace(config, **roles)
+    return replace(config, **roles, **_local_prompts(config, roles))
+
+
+# The prompt each role's default becomes on a small local model, by its config field.
+_LOCAL_PROMPTS = {
+    "planner": ("planner_prompt", DEFAULT_PLANNER_PROMPT, LOCAL_PLANNER_PROMPT),
+    "worker": ("system_prompt", DEFAULT_SYSTEM_PROMPT, LOCAL_SYSTEM_PROMPT),
+    "reducer": ("reducer_prompt", DEFAULT_REDUCER_PROMPT, LOCAL_REDUCER_PROMPT),
+}
+
+
+def _local_prompts(config: SwarmConfig, roles: Mapping[str, RoleConfig]) -> dict[str, str]:
+    """The local models' prompts for the roles that run on one and kept the default
+    prompt (a prompt the user gave is theirs); the run records what was sent."""
+    changed: dict[str, str] = {}
+    for name, (field_name, default, local) in _LOCAL_PROMPTS.items():
+        if roles[name].is_local and getattr(config, field_name) == default:
+            changed[field_name] = local
+    return changed
 
 
 def _resolved_judge(config: SwarmConfig, env: Mapping[str, str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from ..config.swarmconfig import LOCAL_MODEL, ROLES, SwarmConfig
+from ..config.swarmconfig import ROLES, SwarmConfig, is_local_model
 from ..config.urls import MASK, origin
 
 __all__ = ["resume_command"]
@@ -25,7 +25,7 @@ def _hosted_roles(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The stored roles (the judge too) that call a hosted endpoint."""
     roles = [config.get(name) for name in (*ROLES, "judge")]
     return [role for role in roles
-            if isinstance(role, Mapping) and role.get("model") != LOCAL_MODEL]
+            if isinstance(role, Mapping) and not is_local_model(role.get("model"))]
 
 
 def resume_command(prog: str, run_id: str, config: Mapping[str, Any],

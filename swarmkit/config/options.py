@@ -130,7 +130,8 @@ def _o(name: str, kind: Kind, help: str, metavar: str = "VALUE", *,
 
 OPTIONS: tuple[Option, ...] = (
     # models and endpoints
-    _o("model", "model", "model for every role (a name, 'auto' or 'local')", "NAME",
+    _o("model", "model",
+       "model for every role (a name, 'auto', 'local' or 'local:FILE.gguf')", "NAME",
        role=True, role_flags="magic cli", env="SWARMKIT_MODEL"),
     _o("base_url", "url", "OpenAI-compatible endpoint for every role", "URL", role=True,
        role_flags="cli", env="SWARMKIT_BASE_URL"),

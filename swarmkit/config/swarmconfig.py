@@ -34,10 +34,14 @@ __all__ = [
     "JUDGE_MAX_TOKENS",
     "LOCAL_MODEL",
     "LOCAL_PENALTIES",
+    "LOCAL_PLANNER_PROMPT",
+    "LOCAL_REDUCER_PROMPT",
+    "LOCAL_SYSTEM_PROMPT",
     "ROLES",
     "Role",
     "RoleConfig",
     "SwarmConfig",
+    "is_local_model",
 ]
 
 # The swarm's three roles are ROLES; the judge is a role of its own (its calls have role
@@ -70,6 +74,32 @@ DEFAULT_PLANNER_PROMPT = (
     "Split the user's task into at most {max_workers} independent sub-tasks that can be "
     'worked on in parallel. Reply with JSON only: {{"tasks": ["sub-task 1", ...]}}.'
 )
+# A small local model's prompts (the embedded model, any ``local:`` one), used in place of
+# the defaults above when a role runs on it (``swarmkit.api.resolve_models``; a prompt a
+# user gave is kept): short plain instructions it follows, no example values it would
+# copy, none of swarmkit's labels it would repeat. The planner's also gets worked
+# examples (``engine.planner.PLAN_EXAMPLES``). Figures: benchmarks/README.md, issue 32.
+LOCAL_PLANNER_PROMPT = (
+    "You plan work. Split the user's task into at most {max_workers} short parts. When "
+    "the task names several things, write one part for each thing, starting with its "
+    "name. Write each part as a plain sentence of words. Reply with JSON only."
+)
+LOCAL_SYSTEM_PROMPT = (
+    "You are a helpful expert. Answer the question below in three or four short, "
+    "factual sentences. Stay on its topic."
+)
+LOCAL_REDUCER_PROMPT = (
+    "You are a helpful assistant. Answer the user's question using the notes before it: "
+    "write one short paragraph for each topic of the notes, starting with the topic's "
+    "name."
+)
+
+
+def is_local_model(model: object) -> bool:
+    """Whether ``model`` names a model swarmkit serves itself: the embedded one (``local``)
+    or a GGUF file (``local:PATH``, ``local:hf:OWNER/REPO/FILE.gguf``)."""
+    return isinstance(model, str) and (model == LOCAL_MODEL
+                                       or model.startswith(LOCAL_MODEL + ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +115,7 @@ class RoleConfig:
 
     @property
     def is_local(self) -> bool:
-        return self.model == LOCAL_MODEL
+        return is_local_model(self.model)
 
     def keys_set(self, env: Mapping[str, str]) -> tuple[str, ...]:
         """The names in ``api_key_env`` whose variable holds a key in ``env``, in order."""

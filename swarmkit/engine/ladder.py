@@ -29,6 +29,7 @@ planner's (``purpose``), since a server may take one schema and refuse the other
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -39,6 +40,7 @@ __all__ = [
     "Rung",
     "RungName",
     "forget_rungs",
+    "item_task_pattern",
     "output_rungs",
     "plan_rungs",
     "plan_schema",
@@ -48,10 +50,25 @@ __all__ = [
 
 RungName = Literal["json_schema", "json_object+schema", "json_object", "text"]
 
-# One line of at least three words (up to 24, each up to 40 characters) that starts with
-# a letter, without quotes or backslashes (a grammar-friendly regex): fragments such as
-# ", but also" or ". 2." and identifiers such as "pre-implementation_2" cannot match.
-_ONE_LINE_TASK = r'^[A-Za-z][^ \n\r\t"\\]{0,39}( [^ \n\r\t"\\]{1,40}){2,23}$'
+# A sub-task is words, not identifiers (the README's rule; ``engine.planner`` checks the
+# same in Python): one line of three to 24 words, the first two of letters (so "sub-task
+# 1, 2" cannot match), no word holding an underscore, a dot, a slash or a quote (so
+# "hammer.saw.drill.EASY_TIP_1.1.3.1" and "pre-implementation_2" cannot), a full stop
+# only at its end, at most one hyphen a word (so no "breakfast-drinks-cocoa-and-tea").
+# A grammar-friendly regex: llama.cpp turns it into a grammar.
+_LETTERS = r"[A-Za-z][A-Za-z']{0,19}(-[A-Za-z']{1,20})?[,:]?"
+_PIECE = r'[^ \n\r\t"\\_./=<>{}|-]{1,20}'
+_WORD = rf"{_PIECE}(-{_PIECE})?"
+_ONE_LINE_TASK = rf"^{_LETTERS} {_LETTERS}( {_WORD}){{1,22}}\.?$"
+# The pattern before issue 32, kept so that a recording made with it still replays.
+_LEGACY_ONE_LINE_TASK = r'^[A-Za-z][^ \n\r\t"\\]{0,39}( [^ \n\r\t"\\]{1,40}){2,23}$'
+
+
+def item_task_pattern(item: str) -> str:
+    """The pattern of the sub-task for ``item`` (a word or three the task names): it
+    starts with the item, its first letter a capital, then two to 22 words as above."""
+    head = re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", item[:1].upper() + item[1:])
+    return rf"^{head}[,:]?( {_WORD}){{2,22}}\.?$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +81,27 @@ class Rung:
     after_refusal: bool = False
 
 
-def plan_schema(max_workers: int | None = None, *, exact: bool = False) -> dict[str, Any]:
+def plan_schema(
+    max_workers: int | None = None, *, exact: bool = False, items: tuple[str, ...] = (),
+    legacy: bool = False,
+) -> dict[str, Any]:
     """The plan's JSON schema. ``exact`` asks for exactly ``max_workers`` one-line tasks:
-    small grammar-constrained models under-plan and put raw newlines in strings."""
+    small grammar-constrained models under-plan and put raw newlines in strings. With
+    ``items`` (the task's named items, ``engine.nameditems``) it asks for one sub-task per
+    item, in order, each starting with its item. ``legacy``: the exact schema as it was
+    before issue 32 (a replay of an older recording asks what that recording asked)."""
     tasks: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
-    if max_workers is not None:
-        tasks.update(minItems=max_workers if exact else 1, maxItems=max_workers)
-    if exact:
-        tasks["items"] = {"type": "string", "pattern": _ONE_LINE_TASK}
+    if items:
+        tasks = {"type": "array", "minItems": len(items), "maxItems": len(items),
+                 "prefixItems": [{"type": "string", "pattern": item_task_pattern(item)}
+                                 for item in items],
+                 }
+    else:
+        if max_workers is not None:
+            tasks.update(minItems=max_workers if exact else 1, maxItems=max_workers)
+        if exact:
+            pattern = _LEGACY_ONE_LINE_TASK if legacy else _ONE_LINE_TASK
+            tasks["items"] = {"type": "string", "pattern": pattern}
     return {
         "type": "object",
         "properties": {"tasks": tasks},
@@ -80,16 +110,34 @@ def plan_schema(max_workers: int | None = None, *, exact: bool = False) -> dict[
     }
 
 
-def plan_rungs(max_workers: int, *, local: bool, start: RungName | None = None) -> list[Rung]:
-    """The ladder, best first, from ``start`` (a remembered rung) when given."""
+def _local_rungs(max_workers: int, items: tuple[str, ...], legacy: bool) -> list[Rung]:
+    schema = plan_schema(max_workers, exact=True, items=items, legacy=legacy)
+    exact = {"name": "swarm_plan", "schema": schema, "strict": True}
+    return [Rung("json_schema", {"type": "json_schema", "json_schema": exact}),
+            Rung("json_object+schema", {"type": "json_object", "schema": schema})]
+
+
+def plan_rungs(
+    max_workers: int, *, local: bool, start: RungName | None = None,
+    items: tuple[str, ...] = (), count: int | None = None, replay: bool = False,
+) -> list[Rung]:
+    """The ladder, best first, from ``start`` (a remembered rung) when given.
+
+    ``items``: what the task names (``engine.nameditems``); a local planner is held to
+    one sub-task per item when there are 1 to ``max_workers`` of them, else to ``count``
+    sub-tasks (what the task counts, ``engine.nameditems``) if 2 to ``max_workers``, else
+    to ``max_workers``. ``replay`` adds
+    the local rungs as recorded before issue 32, after the current ones (only a
+    recording's requests are asked in a replay)."""
     if local:
         # The embedded llama.cpp server takes json_schema as a grammar: a 135M model then
-        # writes exactly max_workers one-line tasks that start with a letter.
-        exact = {"name": "swarm_plan", "schema": plan_schema(max_workers, exact=True),
-                 "strict": True}
-        rungs = [Rung("json_schema", {"type": "json_schema", "json_schema": exact}),
-                 Rung("json_object+schema", {"type": "json_object",
-                                              "schema": plan_schema(max_workers, exact=True)})]
+        # writes exactly max_workers one-line tasks that start with a letter, or one
+        # sub-task per named item.
+        held = items if 0 < len(items) <= max_workers else ()
+        exact = count if count is not None and 2 <= count <= max_workers else max_workers
+        rungs = _local_rungs(exact, held, legacy=False)
+        if replay:
+            rungs += _local_rungs(max_workers, (), legacy=True)
     else:
         strict = {"name": "swarm_plan", "schema": plan_schema(), "strict": True}
         rungs = [

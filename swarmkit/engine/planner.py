@@ -4,9 +4,11 @@ Requests go down the response_format ladder (swarmkit.engine.ladder). Each rung'
 parsed leniently (fences, prose around the JSON, a bare list; on the plain-text rung a
 numbered or bulleted list too) and, if unusable, repaired once on the same rung. A plan
 is only what is left after placeholders (``"..."``, ``"sub-task 1"``), fragments of a
-sentence (``", but also"``: :func:`is_fragment`), echoes of the prompt and repeats are
-dropped: if nothing is left, the next rung is tried, so a run never completes on the
-prompt's own example parroted back.
+sentence (``", but also"``: :func:`is_fragment`), identifiers
+(``hammer.saw.drill.EASY_TIP_1``, ``sub-task 1, 2``: :func:`is_identifier_like`), echoes
+of the prompt and of the worked examples, and repeats are dropped: if nothing is left,
+the next rung is tried, so a run never completes on the prompt's own example parroted
+back.
 """
 
 from __future__ import annotations
@@ -17,18 +19,23 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..config.swarmconfig import LOCAL_PLANNER_PROMPT
 from ..errors import PlanError, ResponseFormatUnsupported, SwarmError
 from ..record.events import PlanReady
 from ..record.modelcall import ChatRequest
 from .context import StepContext
 from .ladder import Rung, plan_rungs, remember_rung, remembered_rung
+from .nameditems import named_count, named_items
 
 __all__ = [
+    "PLAN_EXAMPLES",
     "ParsedPlan",
     "is_fragment",
+    "is_identifier_like",
     "is_placeholder",
     "make_plan",
     "parse_plan",
+    "plan_messages",
     "repair_message",
 ]
 
@@ -60,15 +67,42 @@ _PLACEHOLDER = re.compile(
 _JOINING = frozenset(
     ["and", "but", "or", "nor", "so", "yet", "also", "then", "with", "of", "to", "for", "as"]
 )
+# Sub-tasks are words, not identifiers (the README's rule, and the local schema's pattern
+# in engine.ladder): one needs a word of letters besides swarmkit's own words, and it may
+# neither start with an identifier (a word with an underscore, or of three parts joined
+# by dots, colons or slashes) nor be identifiers for the most part of its characters.
+# "hammer.saw.drill.EASY_TIP_1.1.3.1", "send_email_to_team", "sub-task 1, 2" are refused;
+# a sentence that mentions "terraform-dev-2.0.0" or "__init__.py" along the way is not.
+_LETTER_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
+_OWN_WORDS = frozenset(["sub-task", "subtask", "sub-tasks", "subtasks", "task", "tasks",
+                        "step", "steps", "item", "items", "part", "parts", "sub"])
+_IDENTIFIER = re.compile(r"\w_|_\w|\w[./:]\w+[./:]\w")
+
+
+def is_identifier_like(task: str) -> bool:
+    """Whether ``task`` reads as an identifier or a label rather than words (see above)."""
+    tokens = task.split()
+    identifiers = [token for token in tokens if _IDENTIFIER.search(token)]
+    if identifiers and (identifiers[0] is tokens[0]
+                        or 2 * sum(map(len, identifiers)) > sum(map(len, tokens))):
+        return True
+    words = [word for token in task.split() for word in _LETTER_WORD.findall(token)
+             if word.casefold() not in _OWN_WORDS and not _is_own_label(token)]
+    return not words
+
+
+def _is_own_label(token: str) -> bool:
+    return token.casefold().strip(_EDGES) in _OWN_WORDS
 
 
 def is_fragment(task: str) -> bool:
-    """Whether ``task`` is a piece of a sentence rather than a sub-task (see _JOINING)."""
+    """Whether ``task`` is a piece of a sentence or an identifier rather than a sub-task
+    (see _JOINING and is_identifier_like)."""
     text = task.strip().lstrip("\"'`*_([")
     if not text or not text[0].isalnum() or not any(c.isalpha() for c in text):
         return True
     first = text.split(None, 1)[0].casefold().strip(_EDGES)
-    return first in _JOINING
+    return first in _JOINING or is_identifier_like(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,16 +259,45 @@ async def _ask(
         return parse_plan(raw, cfg.max_workers, lists=lists, echoes=echoes), raw
 
 
+# Worked examples a small local planner is shown before the task (as earlier turns of the
+# conversation), with LOCAL_PLANNER_PROMPT only: one task that names items, one that does
+# not. Their topics are far from any benchmark task's; a sub-task equal to one of theirs
+# is an echo, dropped like the prompt's.
+PLAN_EXAMPLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Compare Paris, Rome and Berlin for a weekend trip.",
+     ("Paris for a weekend trip: its sights, food and costs",
+      "Rome for a weekend trip: its sights, food and costs",
+      "Berlin for a weekend trip: its sights, food and costs")),
+    ("Write a short guide to baking bread at home.",
+     ("Choose the flour, yeast and salt for a simple loaf",
+      "Mix and knead the dough until it is smooth",
+      "Let the dough rise, then shape the loaf",
+      "Bake the loaf and tell when it is done")),
+)
+
+
+def plan_messages(prompt: str, max_workers: int, task: str) -> list[dict[str, Any]]:
+    """The planner's conversation: the system prompt, the worked examples when the prompt
+    is the small local model's (``LOCAL_PLANNER_PROMPT``), then the task."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": prompt.format(max_workers=max_workers)}]
+    if prompt == LOCAL_PLANNER_PROMPT:
+        for example, answer in PLAN_EXAMPLES:
+            messages += [{"role": "user", "content": example},
+                         {"role": "assistant",
+                          "content": json.dumps({"tasks": list(answer[:max_workers])})}]
+    messages.append({"role": "user", "content": task})
+    return messages
+
+
 async def make_plan(context: StepContext, task: str) -> tuple[str, ...]:
     """Ask the planner down the response_format ladder, from the rung its endpoint took
     last; every rung is tried before a PlanError ends the run."""
     cfg = context.config
-    system = cfg.planner_prompt.format(max_workers=cfg.max_workers)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": task},
-    ]
-    echoes = (task, system)
+    messages = plan_messages(cfg.planner_prompt, cfg.max_workers, task)
+    echoes = tuple(str(message["content"]) for message in messages
+                   if message["role"] != "assistant")
+    echoes += tuple(example for _, answer in PLAN_EXAMPLES for example in answer)
     # A replay asks what the recording asked, whatever this session learnt: the rungs
     # whose request the cassette holds (the recording may have started at a remembered one).
     start = None if cfg.replay else remembered_rung(cfg.planner)
@@ -242,7 +305,9 @@ async def make_plan(context: StepContext, task: str) -> tuple[str, ...]:
     last_error: SwarmError | None = None
     refused = False
     ladder = [(rung, context.request("planner", messages, response_format=rung.response_format))
-              for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start)]
+              for rung in plan_rungs(cfg.max_workers, local=cfg.planner.is_local, start=start,
+                                     items=named_items(task), count=named_count(task),
+                                     replay=bool(cfg.replay))]
     if recorded is not None:
         # Nothing recorded: the first rung's ReplayMiss says what the cassette holds.
         ladder = [step for step in ladder if recorded(step[1])] or ladder[:1]

@@ -109,6 +109,10 @@ def _find(table: Mapping[str, _T], model: str) -> _T | None:
     key = model.lower()
     if key in table:
         return table[key]
+    # A GGUF swarmkit serves itself ("local:PATH", "local:hf:...") is priced and sized as
+    # the embedded model: $0, and the same slots of the same context.
+    if key.startswith("local:"):
+        return table.get("local")
     # Gateways prefix vendors (openrouter's "deepseek/deepseek-v3.2"); try the tail.
     if "/" in key:
         return table.get(key.rsplit("/", 1)[1])

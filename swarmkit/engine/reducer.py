@@ -13,6 +13,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
+from ..config.swarmconfig import LOCAL_REDUCER_PROMPT
 from ..errors import BudgetExceeded
 from ..record.events import ReducerDelta, ReducerStarted
 from ..record.modelcall import ChatRequest
@@ -38,6 +39,13 @@ _BYTES_PER_TOKEN_ESTIMATE = 4
 _MIN_REDUCER_TOKENS = 64
 # The most of the remaining cap held back for the reducer while workers run.
 _REDUCER_SHARE = Decimal("0.25")
+
+
+def _cleanup(context: StepContext) -> dict[str, Any]:
+    """The scaffold cleanup's options for a reducer that ran with the small local model's
+    prompt (engine.scaffold): its own words and its prompt's go too."""
+    prompt = context.config.reducer_prompt
+    return {"thorough": prompt == LOCAL_REDUCER_PROMPT, "prompt": prompt}
 
 
 def _nothing_to_reduce(records: list[WorkerRecord]) -> str:
@@ -123,7 +131,7 @@ async def reduce(
             return "failed", None, refused
         answer = without_scaffold(await reduce_in_parts(
             context, task, [worker_part(*i) for i in inputs], limit.tokens, on_delta),
-            local=context.config.reducer.is_local)
+            local=context.config.reducer.is_local, **_cleanup(context))
         return ("completed" if len(inputs) == len(plan) else "partial"), answer, None
     request, reservation, inputs = await reserve_reducer(context, task, inputs)
     context.emit(ReducerStarted(tuple(index for index, _, _ in inputs), context.now()))
@@ -132,7 +140,8 @@ async def reduce(
     )
     status = "completed" if len(inputs) == len(plan) else "partial"
     answer = without_scaffold(outcome.response.content or "",
-                              local=context.config.reducer.is_local)
+                              local=context.config.reducer.is_local,
+                              **_cleanup(context))
     return status, answer, None
 
 

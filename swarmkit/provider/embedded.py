@@ -1,9 +1,10 @@
-"""The embedded local model: llama.cpp's own server (xllamacpp) serving SmolLM2-135M-Instruct.
+"""The embedded local model: llama.cpp's own server (xllamacpp) serving SmolLM2-135M-Instruct,
+or any GGUF file (``local:PATH``, ``local:hf:OWNER/REPO/FILE.gguf``: ``provider.modelfile``).
 
-``model="local"`` routes a role here. :func:`local_server` starts one server per process on
-first use (thread-safe; the magic's loop thread may be the first caller), reuses it after
-that, restarts it if it died or if a run needs more slots than it has while it is idle,
-and stops it at exit. :func:`resolve_local` points a role at it.
+``model="local"`` routes a role here. :func:`local_server` starts one server per model
+file and process on first use (thread-safe; the magic's loop thread may be the first
+caller), reuses it after that, restarts it if it died or if a run needs more slots than
+it has while it is idle, and stops it at exit. :func:`resolve_local` points a role at it.
 
 Why this server (see ARCHITECTURE.md): ``xllamacpp`` is llama.cpp's own HTTP server as
 Python bindings, in a prebuilt abi3 manylinux wheel, so nothing compiles at install; it
@@ -53,6 +54,7 @@ from .modelfile import (
     SERVER_MODULES,
     check_server_installed,
     gguf_path,
+    model_file,
 )
 from .slotbudget import (
     MAX_SLOTS,
@@ -64,21 +66,9 @@ from .slotbudget import (
 )
 
 __all__ = [
-    "GGUF_FILE",
-    "GGUF_PACKAGE",
-    "INSTALL_HINT",
-    "MAX_SLOTS",
-    "SERVER_MODULES",
-    "SLOT_CONTEXT",
-    "THREADS_ENV",
-    "LocalModelServer",
-    "default_threads",
-    "gguf_path",
-    "local_server",
-    "resolve_local",
-    "slots_at",
-    "slots_for",
-    "stop_local_server",
+    "GGUF_FILE", "GGUF_PACKAGE", "INSTALL_HINT", "MAX_SLOTS", "SERVER_MODULES",
+    "SLOT_CONTEXT", "THREADS_ENV", "LocalModelServer", "default_threads", "gguf_path",
+    "local_server", "resolve_local", "slots_at", "slots_for", "stop_local_server",
     "usable_cores",
 ]
 
@@ -342,46 +332,57 @@ def _answers(url: str) -> bool:
     return any(m.get("id") == LOCAL_MODEL for m in models if isinstance(m, dict))
 
 
-_server: LocalModelServer | None = None
+# One server per model file: "local" (the embedded SmolLM2) and each "local:..." name.
+_servers: dict[str, LocalModelServer] = {}
 _server_lock = threading.Lock()
 
 
-def local_server(slots: int | None = None) -> LocalModelServer:
-    """The process's embedded model server, started (or restarted) and ready; ``slots``
-    is what the caller's run needs (see :meth:`LocalModelServer.start`)."""
-    global _server
+def local_server(slots: int | None = None, model: str = LOCAL_MODEL) -> LocalModelServer:
+    """The process's server of ``model`` (``local``, ``local:PATH`` or ``local:hf:...``),
+    started (or restarted) and ready; ``slots`` is what the caller's run needs (see
+    :meth:`LocalModelServer.start`). A ``local:hf:`` file is downloaded first, once."""
     with _server_lock:
-        if _server is None:
-            _server = LocalModelServer(slots=slots or 1)
-        server = _server
+        server = _servers.get(model)
+    if server is None:
+        # Outside the lock: a download may take minutes. The file is checked first, so a
+        # missing or wrong one is one line before any server starts.
+        path = None if model == LOCAL_MODEL else model_file(model)
+        with _server_lock:
+            server = _servers.setdefault(model, LocalModelServer(model_path=path,
+                                                                 slots=slots or 1))
     return server.start(slots)
 
 
 def slots_at(base_url: str | None) -> int | None:
-    """The slots of the embedded server if it serves ``base_url``; else None."""
-    server = _server
-    if server is None or base_url is None or not server.running:
-        return None
-    try:
-        return server.slots if server.base_url == base_url.rstrip("/") else None
-    except LocalModelError:
-        return None
+    """The slots of the local model server serving ``base_url``, if one does; else None."""
+    with _server_lock:
+        servers = list(_servers.values())
+    for server in servers:
+        if base_url is None or not server.running:
+            continue
+        try:
+            if server.base_url == base_url.rstrip("/"):
+                return server.slots
+        except LocalModelError:
+            continue
+    return None
 
 
 def stop_local_server() -> None:
-    """Stop the process's embedded model server if it runs; the next use starts it again."""
+    """Stop the process's local model servers that run; the next use starts them again."""
     with _server_lock:
-        server = _server
-    if server is not None:
+        servers = list(_servers.values())
+    for server in servers:
         server.stop()
 
 
 def resolve_local(role: RoleConfig, slots: int | None = None) -> RoleConfig:
-    """``role`` pointed at the embedded server if its model is ``local``; else unchanged.
+    """``role`` pointed at its local model's server if its model is ``local`` or
+    ``local:...``; else unchanged.
 
-    ``slots``: the run's concurrency. Blocks while the server starts (about a second):
-    call it from a worker thread in async code. The model name stays ``local`` (the
-    server's alias); ``api_key_env`` is untouched.
+    ``slots``: the run's concurrency. Blocks while the server starts (about a second;
+    a Hub file's first download longer): call it from a worker thread in async code. The
+    model name stays as given (the server answers to any); ``api_key_env`` is untouched.
     """
     if not role.is_local:
         return role
@@ -392,4 +393,4 @@ def resolve_local(role: RoleConfig, slots: int | None = None) -> RoleConfig:
             f"{SLOT_CONTEXT} tokens a request (prompt and answer); use at most "
             f"{SLOT_CONTEXT // 2}"
         )
-    return replace(role, base_url=local_server(slots).base_url)
+    return replace(role, base_url=local_server(slots, model=role.model).base_url)
