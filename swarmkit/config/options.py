@@ -204,6 +204,12 @@ OPTIONS: tuple[Option, ...] = (
        on="magic config"),
     _o("checks", "checks", "checks from the notebook (functions or swarmkit.Check values) "
        "that score the answer, comma-separated", "A,B", flag="--check", on="magic"),
+    # past one process (swarmkit.cluster; the ray extra)
+    _o("cluster", "text", "run the workers on Ray: 'ray' (a local Ray, kept for the next "
+       "run), 'ray:auto' (the running cluster) or 'ray://HOST:PORT' (Ray Client)", "WHERE",
+       on="magic config cli"),
+    _o("shards", "int", "Ray actors sharing the workers (default: the cluster's CPUs, at "
+       "most the workers)", "K", on="magic config cli"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

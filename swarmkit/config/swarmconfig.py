@@ -176,6 +176,12 @@ class SwarmConfig:
     judge_seed: int | None = None
     # How many times a comparison runs each variant (swarmkit.comparison).
     repeat: int = 1
+    # Where the workers run (swarmkit.cluster): None in this process; "ray" a local Ray
+    # (started once, kept for the next run), "ray:auto" the running cluster, or
+    # "ray://HOST:PORT" through Ray Client. ``shards``: how many actors share the
+    # workers (None: the cluster's CPUs, at most the number of workers).
+    cluster: str | None = None
+    shards: int | None = None
 
     def role(self, role: Role) -> RoleConfig:
         if role == "judge":
@@ -239,6 +245,9 @@ class SwarmConfig:
             data["judge"], data["rubric"] = judge, self.rubric
         if self.repeat == 1:
             del data["repeat"]
+        for name in ("cluster", "shards"):  # a run in one process reads as before
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod

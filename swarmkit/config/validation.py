@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from .options import ROLE_NAMES
 
-__all__ = ["Checked", "check_base_url", "check_number", "validate_config"]
+__all__ = ["Checked", "check_base_url", "check_cluster", "check_number", "validate_config"]
 
 
 class _CheckedRole(Protocol):
@@ -39,6 +39,8 @@ class Checked(Protocol):
 
     @property
     def budget_usd(self) -> Decimal | None: ...
+    @property
+    def cluster(self) -> str | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -83,6 +85,7 @@ _RANGES = (
     _Range("reducer_max_input_tokens", "at least 1024", 1024, whole=True, optional=True),
     # Each repeat is a whole swarm per variant, all at once: a bound, not a budget.
     _Range("repeat", "at least 1 and at most 100", 1, high=100, whole=True),
+    _Range("shards", "at least 1", 1, whole=True, optional=True),
 )
 
 
@@ -113,6 +116,8 @@ def validate_config(config: Checked) -> None:
                      optional=rule.optional)
     if config.budget_usd is not None:
         check_number("budget", config.budget_usd, "a positive USD amount", 0, above=True)
+    if config.cluster is not None:
+        check_cluster(config.cluster)
     urls = [config.role(role).base_url for role in ROLE_NAMES]
     for role, url in zip(ROLE_NAMES, urls, strict=True):
         rc = config.role(role)
@@ -124,6 +129,19 @@ def validate_config(config: Checked) -> None:
         if url is not None:
             # One name when the three roles share the URL (the usual base_url=...).
             check_base_url("base_url" if len(set(urls)) == 1 else f"{role}_base_url", url)
+
+
+def check_cluster(value: Any) -> str:
+    """``value`` if it names where a cluster run goes ("ray", "ray:auto" or
+    "ray://HOST:PORT"), else a one-line ConfigError naming ``cluster``."""
+    if isinstance(value, str):
+        if value in ("ray", "ray:auto"):
+            return value
+        if value.startswith("ray://"):
+            host, _, port = value[len("ray://"):].rpartition(":")
+            if host and port.isdigit() and 0 < int(port) < 65536 and "/" not in host:
+                return value
+    raise ConfigError(f"cluster must be 'ray', 'ray:auto' or 'ray://HOST:PORT', got {value!r}")
 
 
 def check_base_url(option: str, url: Any) -> str:
