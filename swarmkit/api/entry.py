@@ -11,8 +11,10 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from ..cluster import ClusterDispatch, connect, refuse_unshardable, shard_env
 from ..config.options import TOOL_CHOICE_KEYS
 from ..config.swarmconfig import (
     AUTO_MODEL,
@@ -184,20 +186,32 @@ async def create_engine(
         return live if shared is None else shared.caller(live)
 
     adopted = await asyncio.to_thread(stored_batches, config)
+    # A replay makes no call: it runs in this process, whatever cluster= says.
+    ray = None if config.cluster is None or config.replay else await _cluster(config, mcp_servers)
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
     try:
+        dispatch = None if ray is None else ClusterDispatch(
+            ray, config, env=shard_env(config, env), tools=tools or (), store=store)
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
                       adopted=adopted, stored_task=stored_task, checks=checks,
-                      **store.engine_options())
+                      dispatch=dispatch, **store.engine_options())
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
         await store.aclose()
         raise
+
+
+async def _cluster(config: SwarmConfig, mcp_servers: Any) -> ModuleType:
+    """Ray, connected for ``cluster=`` (started locally the first time, off the loop);
+    what a cluster cannot run is refused first, in one line."""
+    assert config.cluster is not None
+    refuse_unshardable(config, mcp_servers=mcp_servers)
+    return await asyncio.to_thread(connect, config.cluster)
 
 
 async def run(

@@ -23,6 +23,7 @@ from .batchfanout import check_batch, fan_out_batched
 from .batchservice import BatchService
 from .budget import Budget
 from .context import StepContext
+from .dispatch import WorkerDispatch
 from .gcpause import full_collections_deferred
 from .halt import STOPPED, Halt
 from .judge import judge_text
@@ -94,6 +95,7 @@ class Engine:
         adopted: Sequence[BatchRecord] = (),
         stored_task: str | None = None,
         checks: Sequence[Check | Callable[..., Any]] = (),
+        dispatch: WorkerDispatch | None = None,
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
@@ -101,7 +103,8 @@ class Engine:
         run this one resumes, polled rather than sent again. ``stored_task`` is the task
         of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
         task as that one and refuses another (``resumed_task``). ``checks`` score the
-        answer after the reducer, then the judge does (``config.judge``)."""
+        answer after the reducer, then the judge does (``config.judge``). ``dispatch``
+        runs the workers elsewhere (the shards of a cluster run) instead of here."""
         self.config = config
         self.checks = tuple(Check.of(check) for check in checks)
         self.stored_task = stored_task
@@ -114,6 +117,7 @@ class Engine:
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
         self.batches = batches if config.batch else None
+        self.dispatch = dispatch
         self.adopted = tuple(adopted)
         self._clock = clock
         self._t0 = clock()
@@ -282,8 +286,8 @@ class Engine:
         if self.config.reduce:
             hold_for_reducer(self.context, task, plan)
         records: dict[int, WorkerRecord] = {}
-        if self.batches is not None:
-            await self._fan_out_batched(task, plan, records)
+        if self.batches is not None or self.dispatch is not None:
+            await self._fan_out_elsewhere(task, plan, records)
             return [records[i] for i in sorted(records)]
         slots = asyncio.Semaphore(self.config.concurrency)
         # A worker's task is created only when a slot is about to be free: a task waiting
@@ -319,13 +323,17 @@ class Engine:
                     never_started(self.context, index, subtask, records)
         return [records[i] for i in sorted(records)]
 
-    async def _fan_out_batched(self, task: str, plan: tuple[str, ...],
-                               records: dict[int, WorkerRecord]) -> None:
-        """The workers as Batch API batches (engine.batched), one task that stop() may
-        cancel: then the batches are cancelled at the server and what finished merges."""
-        assert self.batches is not None
-        job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
-                                                  records, adopted=self.adopted))
+    async def _fan_out_elsewhere(self, task: str, plan: tuple[str, ...],
+                                 records: dict[int, WorkerRecord]) -> None:
+        """The workers as Batch API batches (engine.batched), or sent to ``dispatch``:
+        one task that stop() may cancel, and then the batches (the shards) are cancelled
+        and what finished merges."""
+        if self.dispatch is not None:
+            job = asyncio.create_task(self.dispatch(self.context, task, plan, records))
+        else:
+            assert self.batches is not None
+            job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
+                                                      records, adopted=self.adopted))
         self._worker_tasks = {job}
         try:
             await job

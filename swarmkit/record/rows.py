@@ -286,6 +286,9 @@ class WorkerRecord:
     # The reply parsed and checked against the run's output schema (--schema), as JSON
     # values; None without a schema. Older files have no such key.
     data: JSONValue = None
+    # The shard (a Ray actor of a cluster run, swarmkit.cluster) that ran it, from 0;
+    # None in one process, and then left out of the JSON.
+    shard: Count | None = None
 
     def __post_init__(self) -> None:
         _priced(self)
@@ -311,6 +314,7 @@ class WorkerRecord:
             "cached_calls": self.cached_calls,
             "error": self.error,
             **({} if self.data is None else {"data": self.data}),
+            **({} if self.shard is None else {"shard": self.shard}),
         }
 
     @classmethod
