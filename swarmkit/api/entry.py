@@ -175,8 +175,10 @@ async def create_engine(
         config = cassette.resolve_config(config)
         worker_loop = replay_worker_loop(
             call.request for call in cassette.calls if call.role == "worker")
+        ray = None  # a replay makes no call: it runs here, whatever cluster= says
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
+        ray = await _cluster(config, mcp_servers)  # refused before any tool starts
         worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
     store_config = config
 
@@ -186,8 +188,6 @@ async def create_engine(
         return live if shared is None else shared.caller(live)
 
     adopted = await asyncio.to_thread(stored_batches, config)
-    # A replay makes no call: it runs in this process, whatever cluster= says.
-    ray = None if config.cluster is None or config.replay else await _cluster(config, mcp_servers)
     store = CallStore.from_config(config, env=env, provider_factory=provider, cassette=cassette)
     if store.history_off is not None:  # the run goes ahead, and its record says so
         config = replace(config, history=False, cache=False)
@@ -206,10 +206,11 @@ async def create_engine(
         raise
 
 
-async def _cluster(config: SwarmConfig, mcp_servers: Any) -> ModuleType:
-    """Ray, connected for ``cluster=`` (started locally the first time, off the loop);
-    what a cluster cannot run is refused first, in one line."""
-    assert config.cluster is not None
+async def _cluster(config: SwarmConfig, mcp_servers: Any) -> ModuleType | None:
+    """Ray, connected for ``cluster=`` (started locally the first time, off the loop),
+    or None without one; what a cluster cannot run is refused first, in one line."""
+    if config.cluster is None:
+        return None
     refuse_unshardable(config, mcp_servers=mcp_servers)
     return await asyncio.to_thread(connect, config.cluster)
 

@@ -107,6 +107,10 @@ class Shard:
     def pid(self) -> int:
         return os.getpid()
 
+    def busy(self) -> int:
+        """How many shares it is running (0 once every run it had has ended)."""
+        return len(self._runs)
+
     async def run(self, share: ShardRun) -> AsyncIterator[list[Any]]:
         """Run ``share``, yielding what happens in batches (a Ray streaming generator)."""
         outbox, halt = Outbox(), Halt()

@@ -23,7 +23,6 @@ from .batchfanout import check_batch, fan_out_batched
 from .batchservice import BatchService
 from .budget import Budget
 from .context import StepContext
-from .dispatch import WorkerDispatch
 from .gcpause import full_collections_deferred
 from .halt import STOPPED, Halt
 from .judge import judge_text
@@ -35,6 +34,7 @@ from .reducer import hold_for_reducer, mapped_only, reduce
 from .scoring import Check, CheckInput, score_checks
 from .sinkfanout import SinkFanout
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
+from .workerdispatch import WorkerDispatch
 
 # WorkerContext: re-exported for tools
 __all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id", "resumed_task"]
