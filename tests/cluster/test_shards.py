@@ -118,6 +118,34 @@ def test_a_killed_shard_loses_no_finished_worker_and_its_others_run_again(
     assert rerun and not rerun & before  # shard 0's unfinished ones ran on shard 1
 
 
+def test_the_workers_of_a_killed_shard_fail_with_the_reason_when_none_is_left(
+        local_ray: ModuleType) -> None:
+    started: list[int] = []
+
+    class Seen:
+        def on_event(self, event: Event) -> None:
+            if isinstance(event, WorkerFinished):
+                started.append(event.worker.index)
+
+    result: list[Any] = []
+    with FakeServer(latency=0.3) as server:
+        runner = threading.Thread(target=lambda: result.append(swarmkit.run_sync(
+            "four slow things", sinks=[Seen()], **options(
+                server, tasks=[f"slow {i}" for i in range(4)], concurrency=1, shards=1))))
+        runner.start()
+        assert wait_until(lambda: bool(started))
+        local_ray.kill(POOL.handles[0])
+        runner.join(60)
+    [run] = result
+    assert run_problems(run) == [] and len(run.workers) == 4
+    assert run.workers[0].status == "completed" and run.workers[0].shard == 0
+    failed = [w for w in run.workers if w.status == "failed"]
+    assert failed and all(w.status_label == "failed (shard)" for w in failed)
+    assert all(w.error is not None and w.error.startswith("shard 0 died (")
+               and w.error.endswith("no shard is left to run it again") for w in failed)
+    assert run.status == "partial" and run.answer is not None  # what finished is merged
+
+
 def test_an_interrupt_stops_every_shard_and_leaves_none_busy(
         local_ray: ModuleType) -> None:
     async def interrupted(server: FakeServer) -> Any:
