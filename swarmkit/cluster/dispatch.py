@@ -152,11 +152,13 @@ class ClusterDispatch:
         waiting: set[asyncio.Task[None]] = set()
         self._running[share.ident] = k
         try:
-            async for ref in handle.run.remote(share):
-                answers = self._deliver(context, records, k, ledger, await ref, waiting,
+            batch = await handle.take.remote(share.ident, share)
+            while batch is not None:
+                answers = self._deliver(context, records, k, ledger, batch, waiting,
                                         handle, share.ident)
                 if answers:
                     handle.answer.remote(share.ident, answers)
+                batch = await handle.take.remote(share.ident)
         except self._ray.exceptions.RayActorError as exc:
             for later in waiting:
                 later.cancel()

@@ -1,16 +1,17 @@
 """``Outbox``: what a shard sends the driver, in order, taken in batches.
 
 Items (events, served calls, asks and tells) are kept in the order they happen and
-leave in batches: one Ray object per batch, not per event, is what keeps a shard's
-stream cheap. A batch goes at once when it holds an ask (a call is waiting for the
-driver's answer), else after a short linger that lets more items join it.
+leave in batches, each the answer to the driver's next ``Shard.take`` (a long poll):
+one Ray call per batch, not per event, is what keeps a shard's stream cheap. A batch
+goes at once when it holds an ask (a call is waiting for the driver's answer), else
+after a short linger that lets more items join it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BudgetExceeded
@@ -63,20 +64,19 @@ class Outbox:
             else:
                 future.set_result(answer.value)
 
-    async def batches(self, job: asyncio.Future[Any]) -> AsyncIterator[list[Any]]:
-        """The items in batches, until ``job`` is done and every item has gone."""
-        while True:
-            if not self._items:
-                if job.done():
-                    return
-                self._wake.clear()
-                waiter = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait({waiter, job}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                continue
-            if not self._urgent and len(self._items) < BATCH_ITEMS and not job.done():
-                await asyncio.sleep(LINGER)
-            items = self._items[:BATCH_ITEMS]
-            del self._items[:BATCH_ITEMS]
-            self._urgent = False
-            yield items
+    async def next_batch(self, job: asyncio.Future[Any]) -> list[Any] | None:
+        """The next batch, once there is one; None when ``job`` is done and every item
+        has gone."""
+        while not self._items:
+            if job.done():
+                return None
+            self._wake.clear()
+            waiter = asyncio.ensure_future(self._wake.wait())
+            await asyncio.wait({waiter, job}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+        if not self._urgent and len(self._items) < BATCH_ITEMS and not job.done():
+            await asyncio.sleep(LINGER)
+        items = self._items[:BATCH_ITEMS]
+        del self._items[:BATCH_ITEMS]
+        self._urgent = False
+        return items

@@ -15,7 +15,7 @@ import asyncio
 import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -111,26 +111,32 @@ class Shard:
         """How many shares it is running (0 once every run it had has ended)."""
         return len(self._runs)
 
-    async def run(self, share: ShardRun) -> AsyncIterator[list[Any]]:
-        """Run ``share``, yielding what happens in batches (a Ray streaming generator)."""
-        outbox, halt = Outbox(), Halt()
-        job = asyncio.ensure_future(self._work(share, outbox, halt))
-        self._runs[share.ident] = (outbox, halt, job)
-        try:
-            async for batch in outbox.batches(job):
-                yield batch
+    async def take(self, ident: int, share: ShardRun | None = None) -> list[Any] | None:
+        """The next batch of share ``ident``, started by its first ``take`` (which
+        carries ``share``); None once it has ended. A bug in it is raised here, and
+        reaches the driver as a RayTaskError. The driver asks again as soon as a batch
+        arrives (a long poll: plain actor calls, which Ray Client carries too)."""
+        entry = self._runs.get(ident)
+        if entry is None:
+            if share is None:
+                return None
+            outbox, halt = Outbox(), Halt()
+            started = asyncio.ensure_future(self._work(share, outbox, halt))
+            entry = self._runs[ident] = (outbox, halt, started)
+        outbox, _, job = entry
+        batch = await outbox.next_batch(job)
+        if batch is None:
+            del self._runs[ident]
             if not job.cancelled():
-                job.result()  # a bug in the shard reaches the driver as a RayTaskError
-        finally:
-            job.cancel()
-            del self._runs[share.ident]
+                job.result()
+        return batch
 
-    def answer(self, ident: int, answers: list[Answer]) -> None:
+    async def answer(self, ident: int, answers: list[Answer]) -> None:
         entry = self._runs.get(ident)
         if entry is not None:
             entry[0].answer(answers)
 
-    def cancel(self, ident: int, reason: str, stop: bool = False) -> None:
+    async def cancel(self, ident: int, reason: str, stop: bool = False) -> None:
         """Cancel share ``ident``; its running workers record ``reason``."""
         entry = self._runs.get(ident)
         if entry is None:
