@@ -27,6 +27,7 @@ from typing import Any
 
 from ..config.swarmconfig import SwarmConfig
 from ..engine.context import StepContext
+from ..engine.gcpause import full_collections_deferred
 from ..engine.worker import WorkerTally, never_started
 from ..provider.ratelimits import RateLimits
 from ..record.events import CallFinished, WorkerFinished
@@ -109,7 +110,10 @@ class ClusterDispatch:
                                                 limits, again=False))
                  for k, share in enumerate(shares) if share]
         try:
-            await asyncio.wait(pumps)  # not gather: a cancel here must not cancel them
+            # Not gather: a cancel here must not cancel them. No full collections
+            # meanwhile: they would walk every record the run keeps (engine/gcpause).
+            with full_collections_deferred():
+                await asyncio.wait(pumps)
             for pump in pumps:
                 pump.result()
         except asyncio.CancelledError:

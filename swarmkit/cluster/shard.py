@@ -22,9 +22,10 @@ from typing import Any
 from ..config.swarmconfig import RoleConfig, SwarmConfig
 from ..engine.budget import Budget
 from ..engine.context import StepContext
+from ..engine.gcpause import full_collections_deferred
 from ..engine.halt import Halt
 from ..engine.modelcaller import ModelCaller
-from ..engine.worker import run_worker
+from ..engine.worker import WorkerLoop, run_worker
 from ..errors import ProviderError
 from ..provider import OpenAIProvider
 from ..record.events import Event
@@ -163,15 +164,21 @@ class Shard:
                                      now=now, budget=budget, halt=halt)
         try:
             loop = await build_worker_loop(share.tools) if share.tools else None
-            records: dict[int, WorkerRecord] = {}
-            slots = asyncio.Semaphore(config.concurrency)
-            window = asyncio.Semaphore(config.concurrency)  # tasks made as slots free up
-            async with asyncio.TaskGroup() as group:
-                for index, subtask in share.items:
-                    await window.acquire()
-                    worker = group.create_task(run_worker(
-                        context, loop, share.task, index, subtask, share.total, slots,
-                        records))
-                    worker.add_done_callback(lambda _: window.release())
+            with full_collections_deferred():  # as in the engine's own fan-out (gcpause)
+                await self._fan_out(share, context, loop)
         finally:
             await caller.aclose()
+
+    @staticmethod
+    async def _fan_out(share: ShardRun, context: StepContext, loop: WorkerLoop | None) -> None:
+        """The share's workers, each a task made only when a slot is about to be free
+        (as the engine's fan-out does: memory grows with the concurrency, not N)."""
+        records: dict[int, WorkerRecord] = {}
+        slots = asyncio.Semaphore(share.config.concurrency)
+        window = asyncio.Semaphore(share.config.concurrency)  # tasks made as slots free up
+        async with asyncio.TaskGroup() as group:
+            for index, subtask in share.items:
+                await window.acquire()
+                worker = group.create_task(run_worker(
+                    context, loop, share.task, index, subtask, share.total, slots, records))
+                worker.add_done_callback(lambda _: window.release())

@@ -24,3 +24,4 @@ def test_quick_cluster_benchmark_prints_both_sides_and_the_ratios() -> None:
     for n, c in ((200, 40), (20, 5)):
         assert f"ratio sharded/one-process N={n} C={c}:" in out, out
     assert out.count("2 shards (Ray)") == 2 and "ray start" in out, out
+    assert "interrupt with 40 calls in flight on 2 shards" in out, out
