@@ -40,6 +40,7 @@ import swarmkit.provider
 import swarmkit.store
 from swarmkit.cluster import connect
 from swarmkit.cluster.dispatch import POOL
+from swarmkit.store.writethread import wait_for_writes
 
 __all__ = ["main"]
 
@@ -80,8 +81,11 @@ def child(args: argparse.Namespace) -> int:
                       reduce=False, history=False, **options)
     if args.shards:
         starts["shards_start_s"] = time.perf_counter() - began
-    return measure_and_print(_interrupted(args) if args.interrupt else _swarm(args),
-                             lambda: starts)
+    def after() -> dict[str, float]:
+        wait_for_writes()  # the run's final save to the history: in the peak, as in a kernel
+        return starts
+
+    return measure_and_print(_interrupted(args) if args.interrupt else _swarm(args), after)
 
 
 async def _interrupted(args: argparse.Namespace) -> dict[str, Any]:

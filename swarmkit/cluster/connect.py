@@ -53,7 +53,9 @@ def _start(ray: ModuleType, target: str) -> None:
     *thread* that started them ends (an executor's thread would take them with it)."""
     options: dict[str, object] = {"logging_level": logging.WARNING}
     if target == "ray":
-        options["include_dashboard"] = False
+        # "local": always a new local Ray. A bare ray.init() would join a cluster that
+        # `ray start` left on this machine, or wait on one that has died since.
+        options.update(address="local", include_dashboard=False)
     else:
         options["address"] = "auto" if target == "ray:auto" else target
     failure: list[BaseException] = []
