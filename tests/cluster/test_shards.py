@@ -90,8 +90,10 @@ def test_one_rate_limit_holds_across_the_shards() -> None:
     assert {w.shard for w in run.workers} == {0, 1}
 
 
-def test_a_killed_shard_loses_no_finished_worker_and_its_others_run_again(
-        local_ray: ModuleType) -> None:
+def run_killing_shard_0(ray: ModuleType, workers: int, shards: int
+                        ) -> tuple[Any, set[int]]:
+    """A run of ``workers`` slow workers, one at a time per shard; shard 0 is killed once
+    one of its workers has finished. The Run, and the workers shard 0 finished before."""
     finished: list[WorkerFinished] = []
 
     class Seen:
@@ -102,16 +104,23 @@ def test_a_killed_shard_loses_no_finished_worker_and_its_others_run_again(
     result: list[Any] = []
     with FakeServer(latency=0.3) as server:
         runner = threading.Thread(target=lambda: result.append(swarmkit.run_sync(
-            "eight slow things", sinks=[Seen()], **options(
-                server, tasks=[f"slow {i}" for i in range(8)], concurrency=2, shards=2))))
+            "slow things", sinks=[Seen()], **options(
+                server, tasks=[f"slow {i}" for i in range(workers)], concurrency=shards,
+                shards=shards))))
         runner.start()
         assert wait_until(lambda: any(e.worker.shard == 0 for e in finished))
         before = {e.worker.index for e in finished if e.worker.shard == 0}
-        local_ray.kill(POOL.handles[0])
+        ray.kill(POOL.handles[0])
         runner.join(60)
     [run] = result
-    assert run.status == "completed" and run_problems(run) == []
-    assert all(w.status == "completed" for w in run.workers) and len(run.workers) == 8
+    assert run_problems(run) == [] and len(run.workers) == workers
+    return run, before
+
+
+def test_a_killed_shard_loses_no_finished_worker_and_its_others_run_again(
+        local_ray: ModuleType) -> None:
+    run, before = run_killing_shard_0(local_ray, 8, 2)
+    assert run.status == "completed" and all(w.status == "completed" for w in run.workers)
     on_zero = {w.index for w in run.workers if w.shard == 0}
     assert before <= on_zero  # nothing finished before the kill ran again
     rerun = {w.index for w in run.workers if w.index % 2 == 1 and w.shard == 1}
@@ -120,25 +129,9 @@ def test_a_killed_shard_loses_no_finished_worker_and_its_others_run_again(
 
 def test_the_workers_of_a_killed_shard_fail_with_the_reason_when_none_is_left(
         local_ray: ModuleType) -> None:
-    started: list[int] = []
-
-    class Seen:
-        def on_event(self, event: Event) -> None:
-            if isinstance(event, WorkerFinished):
-                started.append(event.worker.index)
-
-    result: list[Any] = []
-    with FakeServer(latency=0.3) as server:
-        runner = threading.Thread(target=lambda: result.append(swarmkit.run_sync(
-            "four slow things", sinks=[Seen()], **options(
-                server, tasks=[f"slow {i}" for i in range(4)], concurrency=1, shards=1))))
-        runner.start()
-        assert wait_until(lambda: bool(started))
-        local_ray.kill(POOL.handles[0])
-        runner.join(60)
-    [run] = result
-    assert run_problems(run) == [] and len(run.workers) == 4
-    assert run.workers[0].status == "completed" and run.workers[0].shard == 0
+    run, before = run_killing_shard_0(local_ray, 4, 1)
+    assert before <= {w.index for w in run.workers if w.status == "completed"}
+    assert all(w.shard == 0 for w in run.workers)
     failed = [w for w in run.workers if w.status == "failed"]
     assert failed and all(w.status_label == "failed (shard)" for w in failed)
     assert all(w.error is not None and w.error.startswith("shard 0 died (")
