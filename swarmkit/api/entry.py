@@ -11,8 +11,10 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from ..cluster import ClusterDispatch, connect, refuse_unshardable, shard_env
 from ..config.options import TOOL_CHOICE_KEYS
 from ..config.swarmconfig import (
     AUTO_MODEL,
@@ -209,8 +211,10 @@ async def create_engine(
         config = cassette.resolve_config(config)
         worker_loop = replay_worker_loop(
             call.request for call in cassette.calls if call.role == "worker")
+        ray = None  # a replay makes no call: it runs here, whatever cluster= says
     else:
         config = await asyncio.to_thread(resolve_models, config, env)
+        ray = await _cluster(config, mcp_servers)  # refused before any tool starts
         worker_loop = await build_worker_loop(tools, mcp_servers, **mcp_choice)
     worker_loop = tree_loop(worker_loop, config.depth)  # split_task, at depth > 1
     store_config = config
@@ -230,16 +234,27 @@ async def create_engine(
     if review is not None:
         recorded["review"] = review
     try:
+        dispatch = None if ray is None else ClusterDispatch(
+            ray, config, env=shard_env(config, env), tools=tools or (), store=store)
         return Engine(config, caller=store, sinks=[*sinks, *store.sinks],
                       worker_loop=worker_loop, record_type=Run, budget=shared_budget,
                       batches=BatchClient(config, env=env) if config.batch else None,
                       adopted=adopted, stored_task=stored_task, checks=checks,
-                      **recorded)
+                      dispatch=dispatch, **recorded)
     except BaseException:
         # The engine refused the config (e.g. no price for a budgeted model): nobody
         # else holds the store, so its history database and client close here.
         await store.aclose()
         raise
+
+
+async def _cluster(config: SwarmConfig, mcp_servers: Any) -> ModuleType | None:
+    """Ray, connected for ``cluster=`` (started locally the first time, off the loop),
+    or None without one; what a cluster cannot run is refused first, in one line."""
+    if config.cluster is None:
+        return None
+    refuse_unshardable(config, mcp_servers=mcp_servers)
+    return await asyncio.to_thread(connect, config.cluster)
 
 
 async def run(

@@ -215,6 +215,12 @@ OPTIONS: tuple[Option, ...] = (
     _o("confirm_over", "usd", "stop for review after the planner when the forecast "
        "(expected from the history, else the bound) is over this many USD", "USD",
        on="magic config cli", env="SWARMKIT_CONFIRM_OVER"),
+    # past one process (swarmkit.cluster; the ray extra)
+    _o("cluster", "text", "run the workers on Ray: 'ray' (a local Ray, kept for the next "
+       "run), 'ray:auto' (the running cluster) or 'ray://HOST:PORT' (Ray Client)", "WHERE",
+       on="magic config cli"),
+    _o("shards", "int", "Ray actors sharing the workers (default: the cluster's CPUs, at "
+       "most the workers)", "K", on="magic config cli"),
     # options without a %%swarm flag (set them with %swarm config)
     _o("planner_prompt", "text", "system prompt of the planner ({max_workers} is the "
        "worker cap)", "TEXT", on="config cli replay"),

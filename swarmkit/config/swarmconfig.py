@@ -219,6 +219,12 @@ class SwarmConfig:
     # A run whose forecast exceeds this many USD stops after its planner, for review
     # (swarmkit.api.planning). A gate in front of the run, not part of it: never recorded.
     confirm_over: Decimal | None = None
+    # Where the workers run (swarmkit.cluster): None in this process; "ray" a local Ray
+    # (started once, kept for the next run), "ray:auto" the running cluster, or
+    # "ray://HOST:PORT" through Ray Client. ``shards``: how many actors share the
+    # workers (None: the cluster's CPUs, at most the number of workers).
+    cluster: str | None = None
+    shards: int | None = None
 
     def role(self, role: Role) -> RoleConfig:
         if role == "judge":
@@ -288,6 +294,9 @@ class SwarmConfig:
             if data[name] == default:
                 del data[name]
         del data["confirm_over"]
+        for name in ("cluster", "shards"):  # a run in one process reads as before
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod

@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError
 from .options import ROLE_NAMES
 
-__all__ = ["MAX_TREE_DEPTH", "Checked", "check_base_url", "check_number", "validate_config"]
+__all__ = ["MAX_TREE_DEPTH", "Checked", "check_base_url", "check_cluster", "check_number",
+           "validate_config"]
 
 
 class _CheckedRole(Protocol):
@@ -45,6 +46,8 @@ class Checked(Protocol):
     def depth(self) -> int: ...
     @property
     def confirm_over(self) -> Decimal | None: ...
+    @property
+    def cluster(self) -> str | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -95,6 +98,7 @@ _RANGES = (
     _Range("max_total_workers", "at least 1", 1, whole=True, optional=True),
     # Each repeat is a whole swarm per variant, all at once: a bound, not a budget.
     _Range("repeat", "at least 1 and at most 100", 1, high=100, whole=True),
+    _Range("shards", "at least 1", 1, whole=True, optional=True),
 )
 
 
@@ -130,6 +134,13 @@ def validate_config(config: Checked) -> None:
                           "is a tool call answered live); give depth=1 or drop batch")
     if config.confirm_over is not None:
         check_number("confirm_over", config.confirm_over, "a USD amount, 0 or more", 0)
+    if config.cluster is not None:
+        check_cluster(config.cluster)
+        if config.depth > 1:
+            # A split runs its child swarm in the engine of the worker that made it, and a
+            # shard's engine has neither the run's slots nor its budget: not yet sharded.
+            raise ConfigError("cluster: a tree (depth > 1) runs in one process for now; give "
+                              "depth=1 to shard the workers, or drop cluster to run the tree")
     urls = [config.role(role).base_url for role in ROLE_NAMES]
     for role, url in zip(ROLE_NAMES, urls, strict=True):
         rc = config.role(role)
@@ -141,6 +152,19 @@ def validate_config(config: Checked) -> None:
         if url is not None:
             # One name when the three roles share the URL (the usual base_url=...).
             check_base_url("base_url" if len(set(urls)) == 1 else f"{role}_base_url", url)
+
+
+def check_cluster(value: Any) -> str:
+    """``value`` if it names where a cluster run goes ("ray", "ray:auto" or
+    "ray://HOST:PORT"), else a one-line ConfigError naming ``cluster``."""
+    if isinstance(value, str):
+        if value in ("ray", "ray:auto"):
+            return value
+        if value.startswith("ray://"):
+            host, _, port = value[len("ray://"):].rpartition(":")
+            if host and port.isdigit() and 0 < int(port) < 65536 and "/" not in host:
+                return value
+    raise ConfigError(f"cluster must be 'ray', 'ray:auto' or 'ray://HOST:PORT', got {value!r}")
 
 
 def check_base_url(option: str, url: Any) -> str:

@@ -252,6 +252,11 @@ class BudgetedCalls:
         if into is not None:
             into.append(record)
         self._emit(CallFinished(record, t=self._now(), response_model=response_model))
+        self.report_budget()
+
+    def report_budget(self) -> None:
+        """A BudgetUpdated with the budget as it stands, when it is capped (after every
+        call: this process's, or a shard's the driver heard of)."""
         if self.budget.capped:
             snap = self.budget.snapshot()
             self._emit(

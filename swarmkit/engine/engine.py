@@ -45,6 +45,7 @@ from .scoring import Check, CheckInput, score_checks
 from .sinkfanout import SinkFanout
 from .subtree import ChildSwarms
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker, unexpected
+from .workerdispatch import WorkerDispatch
 
 # WorkerContext: re-exported for tools
 __all__ = ["STOPPED", "Engine", "WorkerContext", "new_run_id", "resumed_task"]
@@ -107,6 +108,7 @@ class Engine:
         checks: Sequence[Check | Callable[..., Any]] = (),
         review: PlanReview | None = None,
         carried: Sequence[CarriedCall] = (),
+        dispatch: WorkerDispatch | None = None,
     ) -> None:
         """``budget`` is shared when several engines run under one (a comparison);
         by default the engine has its own, from the config's caps. With ``batch`` on,
@@ -127,7 +129,8 @@ class Engine:
         cap they are over already ends the run in one line (``BudgetExceeded``). The
         run's clock starts where they ended, so the timeline and the duration include
         them. Then ``PlanReady`` (the given tasks, the planner's raw reply) and, with a
-        review, ``PlanReviewed``."""
+        review, ``PlanReviewed``. ``dispatch`` runs the workers elsewhere (the shards
+        of a cluster run) instead of here."""
         if review is not None and tuple(review.approved) != config.tasks:
             raise ConfigError("a reviewed plan runs its approved sub-tasks: give them as "
                               "tasks (Plan.run does)")
@@ -145,6 +148,7 @@ class Engine:
         self.budget = budget or Budget(config.budget_usd, config.budget_tokens)
         self.worker_loop = worker_loop
         self.batches = batches if config.batch else None
+        self.dispatch = dispatch
         self.adopted = tuple(adopted)
         self._clock = clock
         self._t0 = clock()
@@ -336,8 +340,8 @@ class Engine:
         if self.config.reduce:
             hold_for_reducer(self.context, task, plan)
         records: dict[int, WorkerRecord] = {}
-        if self.batches is not None:
-            await self._fan_out_batched(task, plan, records)
+        if self.batches is not None or self.dispatch is not None:
+            await self._fan_out_elsewhere(task, plan, records)
             return [records[i] for i in sorted(records)]
         slots = asyncio.Semaphore(self.config.concurrency)
         # A worker's task is created only when a slot is about to be free: a task waiting
@@ -377,13 +381,17 @@ class Engine:
                     never_started(self.context, index, subtask, records)
         return [records[i] for i in sorted(records)]
 
-    async def _fan_out_batched(self, task: str, plan: tuple[str, ...],
-                               records: dict[int, WorkerRecord]) -> None:
-        """The workers as Batch API batches (engine.batched), one task that stop() may
-        cancel: then the batches are cancelled at the server and what finished merges."""
-        assert self.batches is not None
-        job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
-                                                  records, adopted=self.adopted))
+    async def _fan_out_elsewhere(self, task: str, plan: tuple[str, ...],
+                                 records: dict[int, WorkerRecord]) -> None:
+        """The workers as Batch API batches (engine.batched), or sent to ``dispatch``:
+        one task that stop() may cancel, and then the batches (the shards) are cancelled
+        and what finished merges."""
+        if self.dispatch is not None:
+            job = asyncio.create_task(self.dispatch(self.context, task, plan, records))
+        else:
+            assert self.batches is not None
+            job = asyncio.create_task(fan_out_batched(self.context, self.batches, task, plan,
+                                                      records, adopted=self.adopted))
         self._worker_tasks = {job}
         try:
             await job

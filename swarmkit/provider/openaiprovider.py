@@ -40,7 +40,7 @@ from .decode import (
     retry_after_seconds,
 )
 from .hints import HINT_DOWN, HINT_REFUSED, RETRYABLE_STATUS, http_hint, refuses_tools
-from .ratelimits import RateLimits
+from .ratelimits import Admits, RateLimits
 
 __all__ = ["OpenAIProvider"]
 
@@ -57,11 +57,14 @@ class OpenAIProvider:
     """A :class:`~swarmkit.engine.modelcaller.ModelCaller` over the ``openai`` SDK, with clients
     per endpoint and key. Every call it serves is ``live``."""
 
-    def __init__(self, config: SwarmConfig, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, config: SwarmConfig, *, env: Mapping[str, str] | None = None,
+                 limits: Admits | None = None) -> None:
+        """``limits`` admits each attempt (default: this process's RateLimits; a shard of
+        a cluster run asks the driver, which holds the run's one set)."""
         self.config = config
         self._endpoints = EndpointClients(config, env)
         self._rng = random.Random()
-        self._limits = RateLimits(config)
+        self._limits: Admits = RateLimits(config) if limits is None else limits
 
     async def aclose(self) -> None:
         await self._endpoints.aclose()

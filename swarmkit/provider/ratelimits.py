@@ -27,6 +27,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..config.swarmconfig import SwarmConfig
 from ..config.urls import redact_url
@@ -37,6 +38,8 @@ from .pacing import AdaptiveGate, GateTicket, WindowGrant, WindowLimiter
 
 __all__ = [
     "Admission",
+    "Admits",
+    "AttemptAdmission",
     "KeyWindows",
     "RateLimits",
     "ideal_wall_time",
@@ -67,6 +70,26 @@ def ideal_wall_time(
     by_rate = (math.ceil(requests / per_window) - 1) * window + latency
     by_slots = math.ceil(requests / concurrency) * latency if concurrency else latency
     return max(by_rate, by_slots)
+
+
+class AttemptAdmission(Protocol):
+    """What the provider holds of one admitted attempt (an :class:`Admission`, or a
+    shard's stand-in for one the driver holds: ``swarmkit.cluster``)."""
+
+    key_env: str
+
+    def succeeded(self, tokens: int | None, emit: Emit, clock: Clock) -> None: ...
+    def failed(self, status: int | None, emit: Emit, clock: Clock, *,
+               pause: float = 0.0) -> None: ...
+    def abandon(self) -> None: ...
+
+
+class Admits(Protocol):
+    """Admits each attempt of a live call: :class:`RateLimits` in this process, or a
+    shard's requests to the driver that holds the run's one set of limits."""
+
+    async def admit(self, base_url: str, key_envs: Sequence[str], tokens: int, *,
+                    step: str, emit: Emit, clock: Clock) -> AttemptAdmission: ...
 
 
 @dataclass(eq=False)

@@ -326,6 +326,9 @@ class WorkerRecord:
     depth: Depth = 1
     parent: WorkerId | None = None
     children: tuple[WorkerRecord, ...] = ()
+    # The shard (a Ray actor of a cluster run, swarmkit.cluster) that ran it, from 0;
+    # None in one process, and then left out of the JSON.
+    shard: Count | None = None
 
     def __post_init__(self) -> None:
         _priced(self)
@@ -370,6 +373,7 @@ class WorkerRecord:
             **({} if self.depth == 1 else {"depth": self.depth}),
             **({} if self.parent is None else {"parent": self.parent}),
             **({"children": [c.to_dict() for c in self.children]} if self.children else {}),
+            **({} if self.shard is None else {"shard": self.shard}),
         }
 
     @classmethod

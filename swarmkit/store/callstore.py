@@ -257,6 +257,29 @@ class CallStore:
             started=entry.started, cost_usd=entry.cost_usd, cost_recorded=True,
         )
 
+    def served_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig,
+                         response: ChatResponse | None, source: CallSource,
+                         error_type: str | None = None) -> int:
+        """A call another process served (a shard of a cluster run): counted, written to
+        the cache and noted for the cassette here, as :meth:`complete` does for its own
+        calls, so a sharded run leaves one cache and one cassette. Its occurrence."""
+        fingerprint = request.fingerprint()
+        occurrence = self._seen[fingerprint]
+        self._seen[fingerprint] += 1
+        if response is not None:
+            self._cache_put(endpoint_key(fingerprint, role), occurrence, request.model,
+                            response)
+        self._served(step, request, occurrence, response, source, error_type)
+        return occurrence
+
+    def tool_elsewhere(self, key: ToolKey, outcome: ToolOutcome) -> None:
+        """A tool call a shard ran, kept for the cassette as :meth:`tool` keeps its own."""
+        ident = (key.step, key.hop, key.name, key.arguments)
+        occurrence = self._tools_seen[ident]
+        self._tools_seen[ident] += 1
+        if self.recorder is not None:
+            self.recorder.tool(key, occurrence, outcome)
+
     def _served(self, step: str, request: ChatRequest, occurrence: int,
                 response: ChatResponse | None, source: CallSource,
                 error_type: str | None = None) -> None:

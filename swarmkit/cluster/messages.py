@@ -1,0 +1,69 @@
+"""What a shard sends the driver besides the run's events, and what the driver answers.
+
+A shard's stream is a list of items in the order they happened: the run's events, the
+calls and tool calls it served (``Served``, ``ToolRan``: the driver's call store keeps
+them for the one cassette and cache), and its asks of the run's budget and rate limits
+(``Ask``, answered by an ``Answer``; ``Tell``, which needs no answer). Every value is a
+frozen dataclass of plain values, so it pickles the same on every Ray version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
+
+__all__ = ["Answer", "Ask", "AskKind", "Served", "Tell", "TellKind", "ToolRan"]
+
+# reserve: (usd, tokens, what) -> None; admit: (base_url, key_envs, tokens, step) -> key_env
+AskKind = Literal["reserve", "admit"]
+# settle (usd, tokens), release (), succeeded (tokens,), failed (status, pause), abandon ()
+TellKind = Literal["settle", "release", "succeeded", "failed", "abandon"]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A model call the shard served (or failed): what the driver's call store notes."""
+
+    step: str
+    request: ChatRequest
+    response: ChatResponse | None
+    source: CallSource
+    error_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRan:
+    """A tool call the shard ran, for the cassette."""
+
+    key: ToolKey
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A question to the driver; the shard waits for the ``Answer`` with its ``id``."""
+
+    id: int
+    kind: AskKind
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Tell:
+    """What became of the reservation or admission that the ask ``id`` obtained."""
+
+    id: int
+    kind: TellKind
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The driver's answer to ask ``id``: its value, or the refusal's message (a
+    BudgetExceeded: the only refusal an ask may meet)."""
+
+    id: int
+    value: Any = None
+    refusal: str | None = None
