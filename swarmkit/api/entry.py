@@ -16,16 +16,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..cluster import ClusterDispatch, connect, refuse_unshardable, shard_env
 from ..config.options import TOOL_CHOICE_KEYS
-from ..config.swarmconfig import (
-    AUTO_MODEL,
-    DEFAULT_MODEL,
+from ..config.prompts import (
     DEFAULT_PLANNER_PROMPT,
     DEFAULT_REDUCER_PROMPT,
     DEFAULT_SYSTEM_PROMPT,
-    LOCAL_MODEL,
     LOCAL_PLANNER_PROMPT,
     LOCAL_REDUCER_PROMPT,
     LOCAL_SYSTEM_PROMPT,
+)
+from ..config.swarmconfig import (
+    AUTO_MODEL,
+    DEFAULT_MODEL,
+    LOCAL_MODEL,
     ROLES,
     RoleConfig,
     SwarmConfig,

@@ -117,8 +117,7 @@ class Engine:
         of the run this one resumes (``config.resume``): :meth:`execute` takes an empty
         task as that one and refuses another (``resumed_task``). ``checks`` score the
         answer after the reducer, then the judge does (``config.judge``). ``review``: the
-        given tasks (``config.tasks``) are a reviewed plan, and the run records how it
-        was reviewed (``RunRecord.review``).
+        given tasks are a reviewed plan, recorded as ``RunRecord.review``.
 
         ``carried``: calls made for this run before it began, in their order (the
         planner's, made by ``swarmkit.plan``), taken only with given tasks. Instead of

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.swarmconfig import LOCAL_PLANNER_PROMPT
+from ..config.prompts import LOCAL_PLANNER_PROMPT
 from ..errors import PlanError, ResponseFormatUnsupported, SwarmError
 from ..record.events import PlanReady
 from ..record.modelcall import ChatRequest

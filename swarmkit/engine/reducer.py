@@ -13,7 +13,7 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from ..config.swarmconfig import LOCAL_REDUCER_PROMPT
+from ..config.prompts import LOCAL_REDUCER_PROMPT
 from ..errors import BudgetExceeded
 from ..record.events import ReducerDelta, ReducerStarted
 from ..record.modelcall import ChatRequest

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.swarmconfig import LOCAL_REDUCER_PROMPT, SwarmConfig
+from ..config.prompts import LOCAL_REDUCER_PROMPT
+from ..config.swarmconfig import SwarmConfig
 from ..record.modelcall import ChatRequest, canonical_json
 from .budgetedcalls import build_request
 from .prices import PriceTable

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..config.swarmconfig import LOCAL_SYSTEM_PROMPT, SwarmConfig
+from ..config.prompts import LOCAL_SYSTEM_PROMPT
+from ..config.swarmconfig import SwarmConfig
 from ..credentials.scrub import scrub, scrub_line
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..record.events import Event, WorkerFinished, WorkerStarted

@@ -57,3 +57,13 @@ def test_a_run_in_one_process_writes_no_cluster_keys() -> None:
     assert "cluster" not in summary and "shards" not in summary
     sharded = config.with_options(cluster="ray:auto", shards=3).summary()
     assert (sharded["cluster"], sharded["shards"]) == ("ray:auto", 3)
+
+
+def test_a_tree_is_refused_on_a_cluster_before_any_call() -> None:
+    with FakeServer() as server, pytest.raises(ConfigError) as info:
+        swarmkit.run_sync("x", **options(server, cluster="ray", depth=2))
+    assert str(info.value) == ("cluster: a tree (depth > 1) runs in one process for now; "
+                               "give depth=1 to shard the workers, or drop cluster to run "
+                               "the tree")
+    assert server.count() == 0
+

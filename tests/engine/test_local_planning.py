@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 
 import swarmkit
-from swarmkit.config.swarmconfig import (
+from swarmkit.config.prompts import (
     DEFAULT_PLANNER_PROMPT,
     LOCAL_PLANNER_PROMPT,
     LOCAL_REDUCER_PROMPT,

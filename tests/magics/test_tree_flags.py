@@ -30,6 +30,7 @@ def test_the_depth_flags_make_a_tree(shell: InteractiveShell) -> None:
     ("--depth 0", "depth must be between 1 and 8, got 0"),
     ("--max-children 1", "--max-children must be at least 2, got 1"),
     ("--depth 2 --batch", "batch: a run with depth > 1 cannot go to the Batch API"),
+    ("--depth 2 --cluster ray", r"cluster: a tree \(depth > 1\) runs in one process"),
 ])
 def test_bad_tree_flags_are_one_line_and_send_nothing(
     shell: InteractiveShell, flags: str, says: str,
