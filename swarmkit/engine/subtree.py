@@ -46,11 +46,12 @@ def capped_subtasks(
     ``max_children``, then the first ``room`` (what ``max_total_workers`` leaves, None: no
     cap); and the option that cut them, if one did."""
     kept = tuple(dict.fromkeys(" ".join(str(t).split()) for t in subtasks if str(t).strip()))
+    cut_by = None
     if len(kept) > max_children:
-        return kept[:max_children], "max_children"
+        kept, cut_by = kept[:max_children], "max_children"
     if room is not None and len(kept) > room:
-        return kept[:max(room, 0)], "max_total_workers"
-    return kept, None
+        kept, cut_by = kept[:max(room, 0)], "max_total_workers"
+    return kept, cut_by
 
 
 class ChildSwarms:

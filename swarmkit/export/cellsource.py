@@ -100,6 +100,11 @@ def replay_options(config: Mapping[str, Any]) -> dict[str, str]:
         value = config.get(name, default)
         if value is not None and (name in _ALWAYS or not _same(value, default)):
             options[_REPLAYED[name]] = _text(value)
+    # Options a summary writes only when they are not at their default (a tree's depth,
+    # max_children, max_total_workers): present means set.
+    for name, option in _REPLAYED.items():
+        if name not in defaults and config.get(name) is not None:
+            options[option] = _text(config[name])
     return options
 
 

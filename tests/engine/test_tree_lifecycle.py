@@ -92,6 +92,13 @@ def test_an_interrupted_tree_keeps_its_leaves_and_resumes_only_the_missing(
         resumed = swarmkit.run_sync(TASK, resume=cut.run_id, cache=True,
                                     **options(server, history))
         asked = server.counts_by_step()
+        server.clear()
+        cached = swarmkit.run_sync(TASK, cache=True, **options(server, history))
+        assert server.count() == 0  # the whole tree's requests are deterministic
+    assert cached.answer == resumed.answer
+    assert [t.result for t in cached.tool_calls] == [t.result for t in resumed.tool_calls]
+    assert [w.id for w in cached.workers[1].walk()] == [w.id for w in
+                                                        resumed.workers[1].walk()]
     assert cut.status == "cancelled" and cut.error == "run interrupted"
     assert run_problems(cut) == []
     parent = cut.workers[1]
