@@ -65,13 +65,13 @@ def worker_where(prefix: str, worker_id: str) -> str:
 
 def _children(children: Sequence[ChildAnswer], where: str) -> str:
     """A split's children: each one's id, status, sub-task and answer, cut short."""
-    lines = []
+    out = []
     for child in children:
         answer = "(no answer yet)" if child.output is None else cut(
             child.output, MAX_CHILD_CHARS, f"{where}.children")
-        lines.append(f"{child.worker_id} · {child.status} · {one_line(child.task, 80)}"
-                     f"\n  → {answer}")
-    return f"<pre>{_esc(chr(10).join(lines))}</pre>"
+        head = f"{child.worker_id} · {child.status} · {one_line(child.task, 80)}"
+        out.append(f"<div><i>{_esc(head)}</i><pre>{_esc(answer)}</pre></div>")
+    return "".join(out)
 
 
 def _esc(text: object) -> str:

@@ -69,6 +69,15 @@ def test_a_depth_2_run_shows_its_tree_live_and_final(
         size = WIDE if width == "wide" else NARROW
         nb.page.set_viewport_size({"width": size["width"], "height": 2000})
         nb.screenshot(shots / f"tree-{theme}-{width}-final.png", cell=1)
+        # The parent's drill-down: its split call and its children's answers.
+        parent = table.locator("tbody tr").nth(1).locator("details").first
+        parent.locator("summary").click()
+        opened = parent.locator(".sk-drill").first
+        opened.get_by_text("child answers (3 of 3)").wait_for(timeout=UI_TIMEOUT)
+        drill_text = opened.inner_text()
+        if (theme, width) == ("light", "wide"):
+            parent.scroll_into_view_if_needed()
+            nb.screenshot(shots / "tree-light-wide-drilldown.png", cell=1)
         line = nb.page.evaluate(
             "() => parseFloat(getComputedStyle(document.querySelector('.jp-Notebook'))"
             ".lineHeight) || 20")
@@ -84,6 +93,7 @@ def test_a_depth_2_run_shows_its_tree_live_and_final(
     assert depths == ["1", "1", "2", "2", "2", "1"], depths
     assert "tree: 6 workers, 1 split, 5 leaves, depth 2" in final_text
     assert "split reducers" in final_text and "workers · depth 2" in final_text
+    assert "split_task" in drill_text and "2.2 · completed · Qdrant" in drill_text
     assert live_contrast and live_contrast[0][0] >= 3, live_contrast
     assert final_contrast and final_contrast[0][0] >= 3, final_contrast
     assert max(live_heights) <= 2.6 * line, live_heights

@@ -17,12 +17,13 @@ from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.byrole import role_spend
 from swarmkit.display.livehtml import render_section
-from swarmkit.display.livestate import LiveState
+from swarmkit.display.livestate import MAX_ROWS, LiveState
 from swarmkit.display.progress import ProgressLine
 from swarmkit.display.rowcut import DISPLAY_ROWS
+from swarmkit.display.treelayout import ancestors, tree_key
 from swarmkit.record.events import Event, WorkerSplit, WorkerStarted
 from swarmkit.record.rows import WorkerRecord
-from swarmkit.testing import FakeServer, split_script
+from swarmkit.testing import FakeServer, split_everywhere, split_script
 from swarmkit.testing.synthetic import synthetic_run
 from tests.support.fakekey import FAKE_KEY, KEY_ENV, QUICK_RETRIES, run_options
 
@@ -191,3 +192,27 @@ def test_a_long_tree_is_cut_with_every_shown_child_under_its_parent() -> None:
             assert worker_id.rpartition(".")[0] in ids
     assert "30.3" in ids and "30" in ids  # the failed child, with its parent
     assert "worker 30.3 · failed (provider)" in tables.text()
+
+
+def test_a_big_live_tree_shows_a_bounded_view_each_child_with_its_parent() -> None:
+    sink = _Events()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, FAKE_KEY)
+        with FakeServer(split_everywhere(4), plan_tasks=20) as server:
+            run = swarmkit.run_sync("Survey twenty fields", sinks=[sink],
+                                    **run_options(server, history=False, workers=20,
+                                                  concurrency=8, depth=2, **QUICK_RETRIES))
+    assert run.status == "completed"
+    events = sink.events
+    middle = len(events) * 2 // 3
+    state = _fold(events[:middle], run)
+    assert state.tree_size > MAX_ROWS
+    ids = _row_ids(render_section(state, "workers"))
+    assert 0 < len(ids) <= MAX_ROWS and ids == sorted(ids, key=tree_key)
+    for worker_id in ids:
+        assert all(parent in ids for parent in ancestors(worker_id)), worker_id
+    running = [*map(str, state.running), *state.nodes_running]
+    assert running and set(running[:10]) <= set(ids)  # the running ones come first
+    final = _fold(events, run)
+    assert final.splits == 20 and final.leaves_done == 80
+    assert "20 splits · 80/80 leaves done" in final.progress
