@@ -23,6 +23,7 @@ __all__ = [
     "KEY_ENV",
     "ROOT",
     "TASK",
+    "alternating",
     "child_env",
     "child_json",
     "client_parser",
@@ -192,3 +193,19 @@ def child_json(argv: list[str], timeout: float = 600, history: Path | None = Non
     if not result.get("ok"):
         raise RuntimeError(f"{argv[0]} ran but its swarm did not complete: {result}")
     return result
+
+
+def alternating(sides: dict[str, list[str]], repeats: int,
+                label: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Each side's measuring child (``child_json``): one untimed warm-up of each (the disk
+    cache, the server's first connections), then ``repeats`` rounds, alternating which
+    side goes first. Returns the warm-ups and the samples, by side; dots on stderr."""
+    print(f"measuring {label} ", end="", flush=True, file=sys.stderr)
+    warm = {side: child_json(argv) for side, argv in sides.items()}
+    samples: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for index in range(repeats):
+        for side in list(sides) if index % 2 == 0 else list(sides)[::-1]:
+            samples[side].append(child_json(sides[side]))
+            print(".", end="", flush=True, file=sys.stderr)
+    print(file=sys.stderr)
+    return warm, samples

@@ -39,7 +39,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the benchmark modules, then swar
 
 from common import (  # noqa: E402
     KEY_ENV,
-    child_json,
+    alternating,
     client_parser,
     fake_server,
     import_http_stack,
@@ -134,21 +134,14 @@ def report(n: int, c: int, latency: float, repeats: int) -> None:
           f"latency {latency * 1000:g} ms, cache off, median of {repeats} (alternating)")
     base = [str(HERE / "scoring.py"), "--client", "--workers", str(n), "--concurrency",
             str(c), "--api-key-env", KEY_ENV]
-    samples: dict[str, list[dict[str, Any]]] = {"unscored": [], "scored": []}
     with fake_server(latency, n) as url:
-        sides = {"unscored": [*base, "--base-url", url],
-                 "scored": [*base, "--base-url", url, "--checks"]}
-        print("measuring scoring ", end="", flush=True, file=sys.stderr)
-        # One untimed warm-up each (the disk cache, the server's first connections).
-        warm = [child_json(side) for side in sides.values()]
-        for index in range(repeats):
-            for side in list(sides) if index % 2 == 0 else list(sides)[::-1]:
-                samples[side].append(child_json(sides[side]))
-                print(".", end="", flush=True, file=sys.stderr)
-        print(file=sys.stderr)
+        warm, samples = alternating({"unscored": [*base, "--base-url", url],
+                                     "scored": [*base, "--base-url", url, "--checks"]},
+                                    repeats, "scoring")
     ratios = [s["wall"] / u["wall"]
               for s, u in zip(samples["scored"], samples["unscored"], strict=True)]
-    print(f"  checks ({len(warm[1]['checks'])}, Python only): {', '.join(warm[1]['checks'])}")
+    names = warm["scored"]["checks"]
+    print(f"  checks ({len(names)}, Python only): {', '.join(names)}")
     for index, (u, s, r) in enumerate(zip(samples["unscored"], samples["scored"], ratios,
                                           strict=True)):
         first = "unscored first" if index % 2 == 0 else "scored first"

@@ -109,3 +109,11 @@ def test_quick_scrub_benchmark_prints_each_reply_and_the_per_call_ratio() -> Non
                   "streamed 5 KB (40-char pieces)"):
         assert reply in out, out
     assert "ratio now / d726c9e: CPU per call" in out, out
+
+
+@pytest.mark.slow  # three fresh processes and a FakeServer that splits: about 10 s
+def test_quick_tree_benchmark_runs_both_sides_and_prints_the_ratio() -> None:
+    out = quick("tree.py")
+    # Both sides answer every leaf; the tree's calls are its leaves plus 3 per parent.
+    assert "(flat) 40 calls, 40 leaves" in out and "(tree) 52 calls, 40 leaves" in out, out
+    assert "ratio tree/flat, each over its ideal:" in out, out

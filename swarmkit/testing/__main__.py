@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TextIO
 
 from .server import FakeServer
+from .splits import split_everywhere
 
 __all__ = ["main"]
 
@@ -42,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tpm-limit", type=int, default=None, help="429 past N tokens/min")
     parser.add_argument("--window", type=float, default=60.0,
                         help="seconds the rpm/tpm limits count over (a 'minute')")
+    parser.add_argument("--split", type=int, default=0, metavar="N",
+                        help="every worker offered split_task splits into N sub-tasks "
+                             "(a tree, depth > 1: splits.split_everywhere)")
     parser.add_argument(
         "--ignore-stdin", action="store_true",
         help="keep serving when stdin closes (for scripts that run it in the background); "
@@ -63,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.monotonic()  # before the server's own lifetime clock starts
     server = FakeServer(
+        split_everywhere(args.split) if args.split > 0 else None,
         latency=args.latency, plan_tasks=args.plan_tasks, lifetime=args.lifetime,
         max_requests=args.max_requests, port=args.port, rpm_limit=args.rpm_limit,
         tpm_limit=args.tpm_limit, window=args.window, keep_requests=args.keep_requests,

@@ -19,6 +19,7 @@ from swarmkit.testing import (
     FakeRequest,
     FakeServer,
     Fault,
+    FaultRule,
     run_problems,
     split_everywhere,
     split_reply,
@@ -203,3 +204,17 @@ def test_a_server_without_tool_calling_answers_without_a_split() -> None:
         assert worker.output and worker.output.startswith("Result for:")
     refused = [c for c in run.calls if c.error is not None]
     assert len(refused) == 2 and all(c.status == 400 for c in refused)
+
+
+def test_a_childs_step_id_is_stable_across_its_retries() -> None:
+    with FakeServer(split_script(VECTOR_DBS), plan_tasks=3, faults=[
+        FaultRule(Fault.rate_limit(retry_after=0), step="worker-2.1.2", attempts=1),
+        FaultRule(Fault.status(500), step="reducer-of-2.1", attempts=1),
+    ]) as server:
+        run = tree_run(server, depth=3)
+        sent = [(r.step, r.attempt) for r in server.requests
+                if r.step in ("worker-2.1.2", "reducer-of-2.1")]
+    assert sorted(sent) == [("reducer-of-2.1", 1), ("reducer-of-2.1", 2),
+                            ("worker-2.1.2", 1), ("worker-2.1.2", 2)]
+    assert sorted(r.step for r in run.retries) == ["reducer-of-2.1", "worker-2.1.2"]
+    assert run.status == "completed" and run_problems(run) == []

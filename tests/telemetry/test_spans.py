@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import swarmkit
 from swarmkit.api.result import Run
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule
+from swarmkit.testing import FakeReply, FakeRequest, FakeServer, Fault, FaultRule, split_script
 from swarmkit.tools import tool
 from tests.support.fakekey import FAKE_KEY, KEY_ENV, MODEL, run_options
 
@@ -281,3 +282,50 @@ def test_the_judges_call_is_a_step_of_its_own_with_its_model(
     assert attempt.parent.span_id == judge.context.span_id
     assert attempt.name == "chat judge-model"
     assert attempt.attributes["gen_ai.request.max_tokens"] == 512
+
+
+# -- a swarm of swarms (depth > 1): child spans under their parent worker's --------------
+
+SPLITS = {"worker-2": ["Postgres", "Qdrant"], "worker-2.1": ["pgvector", "pgvecto.rs"]}
+
+
+def parents(spans: tuple[ReadableSpan, ...]) -> dict[str, str]:
+    """Each agent span's step, and the step of the span it is under ("run" for the run)."""
+    by_id = {s.context.span_id: s for s in spans}
+    steps: dict[str, str] = {}
+    for span in spans:
+        step = span.attributes.get("swarmkit.step")
+        if span.attributes.get("gen_ai.operation.name") != "invoke_agent":
+            continue
+        parent = by_id[span.parent.span_id] if span.parent is not None else None
+        steps[str(step)] = str(parent.attributes.get("swarmkit.step", "run")) if parent else ""
+    return steps
+
+
+def test_child_spans_nest_under_their_parent_worker_live_and_replayed(
+    exporter: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path,
+) -> None:
+    provider, spans = exporter
+    cassette = tmp_path / "tree.swarm.json"
+    with FakeServer(split_script(SPLITS), plan_tasks=2) as server:
+        swarmkit.run_sync("Survey the vector databases", **run_options(
+            server, history=False, workers=2, depth=3, record=str(cassette),
+            tracer_provider=provider))
+    live = parents(spans.get_finished_spans())
+    assert live == {
+        "planner": "run", "worker-1": "run", "worker-2": "run", "reducer": "run",
+        "worker-2.1": "worker-2", "worker-2.2": "worker-2", "reducer-of-2": "worker-2",
+        "worker-2.1.1": "worker-2.1", "worker-2.1.2": "worker-2.1",
+        "reducer-of-2.1": "worker-2.1"}
+    finished = spans.get_finished_spans()
+    assert len({s.context.trace_id for s in finished}) == 1
+    # The parent's window covers its children's.
+    by_step = {s.attributes.get("swarmkit.step"): s for s in finished
+               if s.attributes.get("gen_ai.operation.name") == "invoke_agent"}
+    parent, child = by_step["worker-2"], by_step["worker-2.1.2"]
+    assert parent.start_time <= child.start_time and child.end_time <= parent.end_time
+    assert parent.attributes["swarmkit.worker.status"] == "completed"
+    spans.clear()
+    swarmkit.run_sync("Survey the vector databases", replay=str(cassette), history=False,
+                      tracer_provider=provider)
+    assert parents(spans.get_finished_spans()) == live
