@@ -14,7 +14,8 @@ worker table) but has no bar, and its label is dimmed.
 A tree (a worker split): each worker's lane is followed by its children's (``2``,
 ``2.1``, ``2.1.3``, ``2.2``: the worker table's order), their labels indented by depth;
 a split's reducer call (``reducer-of-2``) is drawn on its parent's lane, between the
-parent's split call and its own answer.
+parent's split call and its own answer. A tree with more workers than ``MAX_LANES`` gets
+a lane per top-level worker and its whole tree (``worker-3 +20``) when those fit.
 
 Colours follow the notebook's theme: text, axis and grid are ``currentColor`` (the
 output's own text colour, light or dark); outcome colours are theme variables through
@@ -111,17 +112,25 @@ class _Lanes:
         self.group = max(1, math.ceil(len(ordered) / room))
         self.workers = len(ordered)
         self.tree = any("." in worker for worker in ordered)
+        self.note = f"{self.workers} workers in lanes of {self.group}" if self.group > 1 else ""
+        chunks = [ordered[start:start + self.group]
+                  for start in range(0, len(ordered), self.group)]
+        subtrees = _subtree_chunks(ordered, room) if self.tree and self.group > 1 else None
+        if subtrees is not None:
+            chunks = subtrees
+            self.note = f"{self.workers} workers: a lane per top-level worker and its tree"
         self.labels: list[str] = list(head)
         self.depth: list[int] = [1] * len(head)  # each lane's depth: its label's indent
         self.row: dict[str, int] = {step: n for n, step in enumerate(head)}
         self.worker_row: dict[str, int] = {}
-        for start in range(0, len(ordered), self.group):
-            chunk = ordered[start:start + self.group]
+        for chunk in chunks:
             for index in chunk:
                 self.worker_row[index] = len(self.labels)
             label = f"worker-{chunk[0]}"
             if len(chunk) > 1:
                 label = f"w{chunk[0]}–{chunk[-1]}"
+            if len(chunk) > 1 and subtrees is not None:
+                label = f"worker-{chunk[0]} +{len(chunk) - 1}"
             self.labels.append(label)
             self.depth.append(chunk[0].count(".") + 1)
         lane_steps = dict(part_lanes)
@@ -142,6 +151,16 @@ class _Lanes:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+
+def _subtree_chunks(ordered: list[str], room: int) -> list[list[str]] | None:
+    """A tree too big for a lane each: one lane per top-level worker and its
+    descendants (its calls, its children's and their splits'), when those fit; None
+    when even they do not (then consecutive lanes are grouped, as for a flat run)."""
+    subtrees: dict[str, list[str]] = {}
+    for worker in ordered:
+        subtrees.setdefault(worker.partition(".")[0], []).append(worker)
+    return list(subtrees.values()) if len(subtrees) <= room else None
 
 
 def _part_lanes(parts: list[tuple[tuple[int, int], str]]) -> list[tuple[str, list[str]]]:
@@ -251,9 +270,7 @@ def timeline_svg(run: RunRecord) -> str:
     def tip_of(text: str) -> str:
         return f"<title>{_esc(text)}</title>" if with_tips else ""
 
-    note = ""
-    if lanes.group > 1:
-        note = f"{lanes.workers} workers in lanes of {lanes.group}"
+    note = lanes.note
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '

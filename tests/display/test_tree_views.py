@@ -20,6 +20,7 @@ from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import MAX_ROWS, LiveState
 from swarmkit.display.progress import ProgressLine
 from swarmkit.display.rowcut import DISPLAY_ROWS
+from swarmkit.display.timeline import timeline_svg
 from swarmkit.display.treelayout import ancestors, tree_key
 from swarmkit.record.events import Event, WorkerSplit, WorkerStarted
 from swarmkit.record.rows import WorkerRecord
@@ -216,3 +217,18 @@ def test_a_big_live_tree_shows_a_bounded_view_each_child_with_its_parent() -> No
     final = _fold(events, run)
     assert final.splits == 20 and final.leaves_done == 80
     assert "20 splits · 80/80 leaves done" in final.progress
+
+
+def test_a_tree_too_big_for_a_lane_each_gets_a_lane_per_subtree() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, FAKE_KEY)
+        with FakeServer(split_everywhere(5), plan_tasks=50) as server:
+            run = swarmkit.run_sync("Survey fifty fields", **run_options(
+                server, history=False, workers=50, concurrency=16, depth=2, max_children=5,
+                **QUICK_RETRIES))
+    assert run.status == "completed"
+    svg = timeline_svg(run)
+    labels = re.findall(r'font-size="\d+"(?: fill-opacity="0.6")?>([^<]+)</text>', svg)
+    workers = [label for label in labels if label.startswith("worker-")]
+    assert workers == [f"worker-{i} +5" for i in range(1, 51)]  # 52 lanes, each labelled
+    assert "300 workers: a lane per top-level worker and its tree" in svg
