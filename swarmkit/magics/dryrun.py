@@ -23,6 +23,7 @@ from ..engine.estimate import Estimate, RoleEstimate
 from ..engine.estimate import estimate as estimate_plan
 from ..provider.sharedcalls import SharedCalls
 from ..record.usage import Usage
+from ..tools.split import split_spec
 from .output import SmallTable
 
 __all__ = ["CompareDryRun", "DryRun", "RoleEstimate", "dry_run", "dry_run_variants",
@@ -79,7 +80,8 @@ def estimate(engine: Engine, task: str, plan: tuple[str, ...]) -> DryRun:
     """Bound the cost of the fan-out and the reducer for ``plan``."""
     run = engine.run
     planner_calls = [] if run is None else [c for c in run.calls if c.role == "planner"]
-    bound = estimate_plan(engine.config, engine.prices, planner_calls, task, plan)
+    split = split_spec(engine.config.max_children) if engine.config.depth > 1 else None
+    bound = estimate_plan(engine.config, engine.prices, planner_calls, task, plan, split)
     return DryRun(bound.task, bound.plan, bound.roles, run_id=engine.run_id,
                   kept=engine.config.history)
 

@@ -13,6 +13,9 @@ import pytest
 
 import swarmkit
 from swarmkit.api.result import Run
+from swarmkit.config.swarmconfig import SwarmConfig
+from swarmkit.engine.estimate import estimate, tree_levels
+from swarmkit.engine.prices import PriceTable
 from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
@@ -25,7 +28,7 @@ from swarmkit.testing import (
     split_reply,
     split_script,
 )
-from swarmkit.tools import SPLIT_TOOL
+from swarmkit.tools import SPLIT_TOOL, split_spec
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -189,21 +192,24 @@ def test_depth_three_never_deadlocks_nor_exceeds_the_slots(concurrency: int) -> 
         assert peak == 2  # the children do use the slots their parents lend
 
 
-def test_a_server_without_tool_calling_answers_without_a_split() -> None:
+@pytest.mark.parametrize("status", [400, 500])
+def test_a_server_without_tool_calling_answers_without_a_split(status: int) -> None:
     def no_tools(request: FakeRequest) -> Fault | None:
-        if request.tools:
-            return Fault.status(400, body=json.dumps({"error": {
+        if request.tools:  # llama.cpp's 500, Ollama's 400
+            return Fault.status(status, body=json.dumps({"error": {
                 "message": "tools param requires --jinja flag", "type": "invalid_request"}}))
         return None
 
     with FakeServer(no_tools, plan_tasks=2) as server:
         run = tree_run(server, depth=2, workers=2)
+        refusals = server.count("worker-*")
+    assert refusals == 4  # each worker: one refused request (never retried), one answer
     assert run.status == "completed" and run.answer is not None
     for worker in run.workers:
         assert worker.status == "completed" and worker.children == ()
         assert worker.output and worker.output.startswith("Result for:")
     refused = [c for c in run.calls if c.error is not None]
-    assert len(refused) == 2 and all(c.status == 400 for c in refused)
+    assert len(refused) == 2 and all(c.status == status for c in refused)
 
 
 def test_a_childs_step_id_is_stable_across_its_retries() -> None:
@@ -218,3 +224,22 @@ def test_a_childs_step_id_is_stable_across_its_retries() -> None:
                             ("worker-2.1.2", 1), ("worker-2.1.2", 2)]
     assert sorted(r.step for r in run.retries) == ["reducer-of-2.1", "worker-2.1.2"]
     assert run.status == "completed" and run_problems(run) == []
+
+
+def test_the_dry_run_bound_covers_a_tree_that_splits_everywhere() -> None:
+    with FakeServer(split_everywhere(3), plan_tasks=2) as server:
+        run = tree_run(server, depth=3, workers=2, max_children=3, max_tokens=200)
+    config = SwarmConfig.from_options(**run_options(server, workers=2, depth=3,
+                                                    max_children=3, max_tokens=200))
+    bound = estimate(config, PriceTable.with_overrides(()), [], run.task,
+                     tuple(run.plan), split_spec(3))
+    rows = {(r.role, r.calls): r.tokens for r in bound.roles}
+    assert tree_levels(config, 2) == [2, 6, 18]
+    used = sum(c.usage.total_tokens for c in run.calls if c.role != "planner")
+    made = sum(1 for c in run.calls if c.role == "worker")
+    [workers] = [r for r in bound.roles if r.role == "worker"]
+    assert workers.calls >= made and len(rows) == 4  # planner, workers, merges, reducer
+    assert sum(r.tokens or 0 for r in bound.roles if r.role != "planner") >= used
+    flat = estimate(SwarmConfig.from_options(**run_options(server, workers=2)),
+                    PriceTable.with_overrides(()), [], run.task, tuple(run.plan))
+    assert [r.role for r in flat.roles] == ["planner", "worker", "reducer"]
