@@ -85,7 +85,7 @@ products, worker 2 into two extensions, worker 3 answers on its own.""")
     book.markdown("""The tables show one row per worker of the tree, each child under its
 parent: dotted ids (`1.2` is worker 1's second child) and a **depth** column. The totals
 line counts the tree (workers, splits, leaves, depth); **by role** gives each depth's
-workers a row, and the child swarms' reducers (`split reducers`) their own. In the
+workers a row, and the child swarms' reducers (`reducer (splits)`) their own. In the
 timeline the children's lanes sit under their parent's, whose lane holds its split (the
 blue tool call spans its children's time) and its own answer. Open worker 1's task cell:
 its drill-down lists the `split_task` call and each child's answer.""")

@@ -7,8 +7,8 @@ counts its calls cut at max tokens.
 
 A tree (``by_depth``): the workers' calls get one row per depth (``workers · depth 2``:
 the calls of the workers at that depth, ``worker-2.1`` ...), and the child swarms'
-reducer calls (``reducer-of-<id>``, role ``reducer``) a row of their own, ``split
-reducers``, apart from the run's final reducer.
+reducer calls (``reducer-of-<id>``, role ``reducer``) a row of their own, ``reducer
+(splits)`` (as ``--dry-run`` names their bound), apart from the run's final reducer.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class RoleSpend:
         return ", ".join(self.models)
 
 
-_SPLIT_REDUCERS = "split reducers"
+_SPLIT_REDUCERS = "reducer (splits)"
 
 
 def _label(call: CallRecord, by_depth: bool) -> str:
@@ -62,7 +62,7 @@ def _label(call: CallRecord, by_depth: bool) -> str:
 
 
 def _order(label: str) -> tuple[int, str]:
-    """planner, the workers (by depth), the split reducers, reducer, judge, the rest."""
+    """planner, the workers (by depth), the child reducers, reducer, judge, the rest."""
     if label.startswith("workers · depth "):
         return 1, f"{int(label.rsplit(' ', 1)[1]):04d}"
     known = {"planner": 0, "workers": 1, _SPLIT_REDUCERS: 2, "reducer": 3, "judge": 4}
@@ -71,7 +71,7 @@ def _order(label: str) -> tuple[int, str]:
 
 def role_spend(calls: list[CallRecord], by_depth: bool = False) -> list[RoleSpend]:
     """One row per role that made calls (planner, workers, reducer, others), then total;
-    ``by_depth``: the workers' row split by depth, the split reducers apart (a tree)."""
+    ``by_depth``: the workers' row split by depth, the child reducers apart (a tree)."""
     groups: dict[str, list[CallRecord]] = {}
     for call in calls:
         groups.setdefault(_label(call, by_depth), []).append(call)

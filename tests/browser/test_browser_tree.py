@@ -92,7 +92,7 @@ def test_a_depth_2_run_shows_its_tree_live_and_final(
     assert final_ids == ["1", "2", "2.1", "2.2", "2.3", "3"], final_ids
     assert depths == ["1", "1", "2", "2", "2", "1"], depths
     assert "tree: 6 workers, 1 split, 5 leaves, depth 2" in final_text
-    assert "split reducers" in final_text and "workers · depth 2" in final_text
+    assert "reducer (splits)" in final_text and "workers · depth 2" in final_text
     assert "split_task" in drill_text and "2.2 · completed · Qdrant" in drill_text
     assert live_contrast and live_contrast[0][0] >= 3, live_contrast
     assert final_contrast and final_contrast[0][0] >= 3, final_contrast

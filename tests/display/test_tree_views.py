@@ -126,9 +126,9 @@ def test_spend_by_role_shows_each_depth_and_adds_up(tree: Any) -> None:
     rows = run.tables().role_rows()
     roles = [row[0] for row in rows]
     assert roles == ["planner", "workers · depth 1", "workers · depth 2",
-                     "workers · depth 3", "split reducers", "reducer", "total"]
+                     "workers · depth 3", "reducer (splits)", "reducer", "total"]
     calls = {row[0]: row[1] for row in rows}
-    assert calls["split reducers"] == 2 and calls["workers · depth 3"] == 2
+    assert calls["reducer (splits)"] == 2 and calls["workers · depth 3"] == 2
     assert sum(calls[r] for r in roles[:-1]) == calls["total"] == len(run.calls)
     spend = role_spend(run.calls, by_depth=True)
     assert sum(r.cost_usd for r in spend[:-1]) == spend[-1].cost_usd == run.usage.cost
@@ -166,7 +166,7 @@ def test_a_flat_run_has_no_tree_columns() -> None:
     run = synthetic_run(5)
     tables = run.tables()
     assert not tables.tree and "depth" not in tables.worker_headers
-    assert "tree:" not in tables.text() and "split reducers" not in tables.text()
+    assert "tree:" not in tables.text() and "reducer (splits)" not in tables.text()
     assert "↳" not in tables.html() and "each child under" not in tables.html()
 
 
