@@ -86,10 +86,11 @@ class Cut:
     def of(cls, what: str, count: int, notable_verb: str, method: str,
            notable: Sequence[int], parents: Sequence[int | None] | None = None) -> Cut:
         shown = displayed_rows(count, notable, parents)
+        ancestors = "" if parents is None else ", each with its parents"
         note = None if shown is None else (
             f"{what}: {len(shown)} of {count:,} shown (the first {_HEAD_ROWS}, the last "
-            f"{_TAIL_ROWS} and those that {notable_verb}); run.tables().{method}() has "
-            "them all"
+            f"{_TAIL_ROWS} and those that {notable_verb}{ancestors}); "
+            f"run.tables().{method}() has them all"
         )
         return cls(what, count, shown, note)
 

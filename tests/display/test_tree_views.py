@@ -193,6 +193,7 @@ def test_a_long_tree_is_cut_with_every_shown_child_under_its_parent() -> None:
             assert worker_id.rpartition(".")[0] in ids
     assert "30.3" in ids and "30" in ids  # the failed child, with its parent
     assert "worker 30.3 · failed (provider)" in tables.text()
+    assert "did not complete, each with its parents); run.tables()" in tables.text()
 
 
 def test_a_big_live_tree_shows_a_bounded_view_each_child_with_its_parent() -> None:
