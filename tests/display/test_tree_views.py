@@ -16,6 +16,7 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.byrole import role_spend
+from swarmkit.display.history import RunDiff
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import MAX_ROWS, LiveState
 from swarmkit.display.progress import ProgressLine
@@ -233,3 +234,13 @@ def test_a_tree_too_big_for_a_lane_each_gets_a_lane_per_subtree() -> None:
     workers = [label for label in labels if label.startswith("worker-")]
     assert workers == [f"worker-{i} +5" for i in range(1, 51)]  # 52 lanes, each labelled
     assert "300 workers: a lane per top-level worker and its tree" in svg
+
+
+def test_a_diff_of_a_tree_against_a_flat_run_pairs_workers_by_dotted_id(tree: Any) -> None:
+    run, _ = tree
+    flat = synthetic_run(3)
+    text = RunDiff(run, flat).text()
+    rows = [line.split()[0] for line in text.splitlines()
+            if re.match(r"^\d+(\.\d+)* +(completed|-)", line)]
+    assert rows == ORDER
+    assert re.search(r"^2\.1\.1 +completed .* - +- +- +only in A$", text, re.M)
