@@ -17,6 +17,7 @@ from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.byrole import role_spend
 from swarmkit.display.history import RunDiff
+from swarmkit.display.lanes import lane_workers
 from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import MAX_ROWS, LiveState
 from swarmkit.display.progress import ProgressLine
@@ -26,7 +27,7 @@ from swarmkit.display.treelayout import ancestors, tree_key
 from swarmkit.record.events import Event, WorkerSplit, WorkerStarted
 from swarmkit.record.rows import WorkerRecord
 from swarmkit.testing import FakeServer, split_everywhere, split_script
-from swarmkit.testing.synthetic import synthetic_run
+from swarmkit.testing.synthetic import synthetic_events, synthetic_run
 from tests.support.fakekey import FAKE_KEY, KEY_ENV, QUICK_RETRIES, run_options
 
 pytestmark = pytest.mark.usefixtures("fake_key")
@@ -244,3 +245,10 @@ def test_a_diff_of_a_tree_against_a_flat_run_pairs_workers_by_dotted_id(tree: An
             if re.match(r"^\d+(\.\d+)* +(completed|-)", line)]
     assert rows == ORDER
     assert re.search(r"^2\.1\.1 +completed .* - +- +- +only in A$", text, re.M)
+
+
+def test_a_comparison_lane_of_a_tree_counts_its_splits_and_leaves(tree: Any) -> None:
+    run, events = tree
+    assert lane_workers(_fold(events, run)) == (
+        "3/3 done (3 ok) · 2 splits, 6/6 leaves done")
+    assert "split" not in lane_workers(_fold(list(synthetic_events(3)), synthetic_run(3)))
