@@ -37,14 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the benchmark modules, then swarmkit itself
 
-from common import (  # noqa: E402
-    KEY_ENV,
-    alternating,
-    client_parser,
-    fake_server,
-    import_http_stack,
-    measure_and_print,
-)
+import common  # noqa: E402
 
 __all__ = ["ideal", "main", "report"]
 
@@ -75,7 +68,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _client(argv: list[str]) -> int:
-    parser = client_parser(__doc__.splitlines()[0])
+    parser = common.client_parser(__doc__.splitlines()[0])
     parser.add_argument("--client", action="store_true", help="be the measured run")
     parser.add_argument("--side", choices=("flat", "tree"), required=True)
     parser.add_argument("--parents", type=int, required=True)
@@ -83,8 +76,8 @@ def _client(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     for module in ("swarmkit.api", "swarmkit.engine.subtree", "swarmkit.tools.turns"):
         importlib.import_module(module)  # imported before the clock
-    import_http_stack()
-    return measure_and_print(_run(args))
+    common.import_http_stack()
+    return common.measure_and_print(_run(args))
 
 
 def report(parents: int, children: int, concurrency: int, latency: float,
@@ -96,12 +89,12 @@ def report(parents: int, children: int, concurrency: int, latency: float,
           "(alternating)")
     ideals = {side: ideal(side, parents, children, concurrency, latency)
               for side in ("flat", "tree")}
-    with fake_server(latency, parents, split=children) as url:
+    with common.fake_server(latency, parents, split=children) as url:
         base = [str(HERE / "tree.py"), "--client", "--base-url", url, "--api-key-env",
-                KEY_ENV, "--concurrency", str(concurrency), "--parents", str(parents),
+                common.KEY_ENV, "--concurrency", str(concurrency), "--parents", str(parents),
                 "--children", str(children)]
-        warm, samples = alternating({side: [*base, "--side", side] for side in ideals},
-                                    repeats, "tree")
+        sides = {side: [*base, "--side", side] for side in ideals}
+        warm, samples = common.alternating(sides, repeats, "tree")
     for side in samples:
         got = warm[side]
         print(f"  ({side}) {got['calls']} calls, {got['leaves']} leaves; ideal "
@@ -119,28 +112,28 @@ def report(parents: int, children: int, concurrency: int, latency: float,
     print(f"  median: flat {wall['flat']:.3f} s, tree {wall['tree']:.3f} s; tree/flat wall "
           f"{wall['tree'] / wall['flat']:.3f}, ideal tree/flat "
           f"{ideals['tree'] / ideals['flat']:.3f}")
+    verdict = "met" if median <= TARGET else "NOT met"
     print(f"  ratio tree/flat, each over its ideal: {median:.3f} (median of the per-repeat "
           f"ratios; {min(ratios):.3f}-{max(ratios):.3f})   target <= {TARGET:.2f}: "
-          f"{'met' if median <= TARGET else 'NOT met'}")
-    print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
+          f"{verdict}; load average at the end: {os.getloadavg()[0]:.1f}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if "--client" in argv:
-        return _client(argv)
+# Each figure's (quick, full) default.
+SIZES = {"parents": (4, 10), "children": (10, 100), "concurrency": (10, 100),
+         "latency": (0.01, 0.2), "repeats": (1, 3)}
+
+
+def main(argv: list[str]) -> int:
+    """The report, its sizes from ``argv`` (``--quick``: the small ones)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="4 x 10 leaves, C=10, 10 ms, one repeat: a smoke run")
-    # Each figure's (quick, full) default.
-    sizes = {"parents": (4, 10), "children": (10, 100), "concurrency": (10, 100),
-             "latency": (0.01, 0.2), "repeats": (1, 3)}
-    for name, (small, full) in sizes.items():
+    for name, (small, full) in SIZES.items():
         parser.add_argument(f"--{name}", type=type(full), default=None,
                             help=f"default {full} ({small} with --quick)")
     args = parser.parse_args(argv)
     chosen = {name: getattr(args, name) if getattr(args, name) is not None
-              else sizes[name][0 if args.quick else 1] for name in sizes}
+              else SIZES[name][0 if args.quick else 1] for name in SIZES}
     from extras import machine_line
 
     started = time.perf_counter()
@@ -151,4 +144,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_client(sys.argv[1:]) if "--client" in sys.argv else main(sys.argv[1:]))

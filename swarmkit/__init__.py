@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         Usage,
         WorkerFinished,
         WorkerRecord,
+        WorkerSplit,
         WorkerStarted,
     )
     from .tools import Tool, tool
@@ -112,6 +113,7 @@ __all__ = [
     "Usage",
     "WorkerFinished",
     "WorkerRecord",
+    "WorkerSplit",
     "WorkerStarted",
     "__version__",
     "compare",

@@ -68,7 +68,7 @@ PUBLIC = [
     "ReducerDelta", "ReducerStarted", "ReplayMiss", "RoleConfig", "Run", "RunCancelled",
     "RunFinished", "RunRecord", "RunStarted", "Sink", "StoreError", "SwarmConfig", "SwarmError",
     "Tool", "ToolCallFinished", "ToolCallRecord", "ToolError", "Usage", "WorkerFinished",
-    "WorkerRecord", "WorkerStarted", "__version__", "compare", "compare_sync",
+    "WorkerRecord", "WorkerSplit", "WorkerStarted", "__version__", "compare", "compare_sync",
     "load_ipython_extension", "load_run", "run",
     "run_sync", "tool",
 ]

@@ -49,7 +49,7 @@ def data_cell(data: Any, name: str) -> str:
 
 def tool_row(t: ToolCallRecord) -> tuple[Any, ...]:
     return (
-        t.worker,
+        t.worker if t.parent is None else t.worker_id,  # a child's dotted id (depth > 1)
         t.hop,
         t.tool,
         one_line(t.arguments, CELL_WIDTH),

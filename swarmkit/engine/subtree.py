@@ -8,12 +8,13 @@ step ``reducer-of-<id>`` with role ``reducer``, whose answer is the tool's resul
 worker then writes its own answer, as after any tool call.
 
 The caps: ``max_children`` per split and ``max_total_workers`` over the whole tree (the
-plan's workers counted); a split over a cap is cut to its first sub-tasks and the
-result tells the worker so. One budget: every child call reserves from the run's. One
-set of slots: the children take the run's ``concurrency`` slots, and their parent lends
-its own while it waits for them (``WorkerSlot.lent``), so concurrency 1 runs the tree a
-call at a time; the child reducer runs on the parent's slot, taken back. Rate limits are
-per key at an endpoint (the provider's), so the tree shares them like any calls.
+plan's workers counted, the rest shared out by position: ``ChildSwarms``); a split over
+a cap is cut to its first sub-tasks and the result tells the worker so. One budget:
+every child call reserves from the run's. One set of slots: the children take the run's
+``concurrency`` slots, and their parent lends its own while it waits for them
+(``WorkerSlot.lent``), so concurrency 1 runs the tree a call at a time; the child
+reducer runs on the parent's slot, taken back. Rate limits are per key at an endpoint
+(the provider's), so the tree shares them like any calls.
 
 Every request of a split is a pure function of the run's config, the parent's sub-task
 and the split's sub-tasks, so a resume's cache and a replay's cassette serve a tree as
@@ -27,16 +28,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..config.swarmconfig import SwarmConfig
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss
 from ..record.events import WorkerSplit
 from ..record.rows import WorkerRecord
 from ..record.steps import child_reducer_step
 from .context import StepContext
-from .reducer import reducer_text, reserve_reducer
+from .reducer import reducer_request, reducer_text, reserve_reducer
+from .reducerinput import input_limit
 from .scaffold import without_scaffold
 from .worker import WorkerContext, WorkerLoop, never_started, run_worker
 
-__all__ = ["ChildSwarms", "capped_subtasks"]
+__all__ = ["ChildSwarms", "capped_subtasks", "shares"]
 
 
 def capped_subtasks(
@@ -54,28 +57,44 @@ def capped_subtasks(
     return kept, cut_by
 
 
+def shares(room: int, count: int) -> list[int]:
+    """``room`` split as evenly as whole numbers go among ``count``, the first ones the
+    larger: ``shares(7, 3) == [3, 2, 2]``."""
+    base, extra = divmod(max(room, 0), count)
+    return [base + (1 if i < extra else 0) for i in range(count)]
+
+
 class ChildSwarms:
-    """The ``Splitter`` of one run: runs each worker's split as a child swarm, and counts
-    the tree's workers against ``max_total_workers``."""
+    """The ``Splitter`` of one run: runs each worker's split as a child swarm, within the
+    tree's ``max_total_workers``.
+
+    The cap is shared out by position, never by who splits first: what it leaves after
+    the plan is split evenly among the plan's workers (each one's subtree may hold that
+    many more), and what a split leaves of a worker's share, evenly among its children.
+    So which split is cut depends only on the plan and the splits, not on timing, and a
+    resume or a replay asks exactly the recorded requests."""
 
     def __init__(self, context: StepContext, loop: WorkerLoop | None,
                  slots: asyncio.Semaphore, planned: int) -> None:
         self.context = context
         self.loop = loop
         self.slots = slots
-        self.workers = planned  # the tree's workers so far: the plan's, then every child
-
-    def room(self) -> int | None:
-        cap = self.context.config.max_total_workers
-        return None if cap is None else cap - self.workers
+        cap = context.config.max_total_workers
+        # Each worker's share: how many workers its subtree may add (None: no cap).
+        self.room: dict[str, int | None] = {
+            str(i): share for i, share in enumerate(
+                [None] * planned if cap is None else shares(cap - planned, planned), 1)}
 
     async def __call__(self, worker: WorkerContext, subtasks: Sequence[str]) -> str:
         config = self.context.config
-        tasks, cut_by = capped_subtasks(subtasks, config.max_children, self.room())
+        room = self.room.get(worker.id)
+        tasks, cut_by = capped_subtasks(subtasks, config.max_children, room)
         if len(tasks) < 2:
             return _no_split(len(subtasks), cut_by, config.max_total_workers)
-        self.workers += len(tasks)
         parent = worker.id
+        left = None if room is None else shares(room - len(tasks), len(tasks))
+        for index in range(1, len(tasks) + 1):
+            self.room[f"{parent}.{index}"] = None if left is None else left[index - 1]
         self.context.emit(WorkerSplit(parent, tasks, len(subtasks), self.context.now(),
                                       cut_by))
         records = worker.tally.children
@@ -96,7 +115,7 @@ class ChildSwarms:
         worker.tally.merged = answer
         missing = "" if merged == len(tasks) else (
             f"\n\n(Merged {merged} of the {len(tasks)} sub-tasks' answers: the others did "
-            "not finish, or did not fit the budget.)")
+            "not finish, or did not fit the budget or the reducer's input limit.)")
         return answer + missing + note
 
     async def _children(self, worker: WorkerContext, parent: str, tasks: tuple[str, ...],
@@ -121,6 +140,12 @@ class ChildSwarms:
         how many outputs it merged (fewer when the budget was short)."""
         step = child_reducer_step(worker.id)
         inputs = [(r.index, r.task, reducer_text(r)) for r in done]
+        # One request, within the reducer's input limit: the last outputs are left out
+        # until it fits (the result says how many were merged), never a tree of parts.
+        limit = input_limit(self.context.config, self.context.prices).tokens
+        while len(inputs) > 1 and reducer_request(
+                self.context.config, worker.subtask, inputs).prompt_token_bound() > limit:
+            inputs.pop()
         request, reservation, inputs = await reserve_reducer(self.context, worker.subtask,
                                                              inputs, what=step)
         # No one watches a child reducer's text arrive: not streamed.
@@ -133,15 +158,16 @@ class ChildSwarms:
 
 def _no_split(asked: int, cut_by: str | None, cap: int | None) -> str:
     if cut_by == "max_total_workers":
-        return (f"ToolError: refused: the run's tree is full (max_total_workers={cap}); "
-                "no sub-task was run. Answer your sub-task yourself.")
+        return (f"ToolError: refused: your share of the run's tree is full "
+                f"(max_total_workers={cap}); no sub-task was run. Answer your sub-task "
+                "yourself.")
     return (f"ToolError: refused: a split needs at least 2 distinct sub-tasks, got {asked}; "
             "nothing was run. Answer your sub-task yourself, or split it into 2 or more.")
 
 
-def _cut_note(asked: int, ran: int, cut_by: str | None, config: object) -> str:
+def _cut_note(asked: int, ran: int, cut_by: str | None, config: SwarmConfig) -> str:
     if cut_by is None:
         return ""
-    cap = getattr(config, cut_by)
+    cap = config.max_children if cut_by == "max_children" else config.max_total_workers
     return (f"\n\nNote: you asked for {asked} sub-tasks; only the first {ran} ran "
             f"({cut_by}={cap}). Cover the rest yourself in your answer.")

@@ -12,10 +12,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["HINT_DOWN", "HINT_REFUSED", "RETRYABLE_STATUS", "Advice", "advice", "http_hint"]
+__all__ = ["HINT_DOWN", "HINT_REFUSED", "RETRYABLE_STATUS", "Advice", "advice", "http_hint",
+           "refuses_tools"]
 
 # Worth another attempt besides every 5xx: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+# How servers word a refusal of a request's tools (no tool calling): llama.cpp without
+# --jinja ("tools param requires --jinja flag", HTTP 500), vLLM without
+# --enable-auto-tool-choice (400), Ollama's "does not support tools" (400).
+_TOOLS_REFUSAL = re.compile(r"\btools?\b|tool_choice|jinja|function.call", re.I)
+
+
+def refuses_tools(status: int, text: str) -> bool:
+    """Whether an HTTP error (``status``, its body ``text``) refuses the request's tools:
+    a server without tool calling, which says so on every attempt (not worth a retry)."""
+    return (status in (400, 404, 415, 422) or status >= 500) and bool(
+        _TOOLS_REFUSAL.search(text))
+
 
 HINT_DOWN = "the server may be down or overloaded; try again later"
 HINT_REFUSED = ("nothing listens at that address: check the base URL, or start the server "

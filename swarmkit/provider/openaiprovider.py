@@ -39,7 +39,7 @@ from .decode import (
     response_text,
     retry_after_seconds,
 )
-from .hints import HINT_DOWN, HINT_REFUSED, RETRYABLE_STATUS, http_hint
+from .hints import HINT_DOWN, HINT_REFUSED, RETRYABLE_STATUS, http_hint, refuses_tools
 from .ratelimits import RateLimits
 
 __all__ = ["OpenAIProvider"]
@@ -51,11 +51,6 @@ __all__ = ["OpenAIProvider"]
 _FORMAT_REFUSAL = re.compile(
     r"response_format|json[ _-]?schema|json_object|structured output|guided|grammar", re.I
 )
-
-# How servers word a refusal of the request's tools (no tool calling): llama.cpp without
-# --jinja ("tools param requires --jinja flag", HTTP 500), vLLM without
-# --enable-auto-tool-choice, Ollama's "does not support tools" (HTTP 400).
-_TOOLS_REFUSAL = re.compile(r"\btools?\b|tool_choice|jinja|function.call", re.I)
 
 
 class OpenAIProvider:
@@ -331,11 +326,8 @@ class OpenAIProvider:
                 status=status,
             )
         retryable = status in RETRYABLE_STATUS or status >= 500
-        if (request.tools and (status in (400, 404, 415, 422) or status >= 500)
-                and _TOOLS_REFUSAL.search(f"{detail}\n{raw}")):
-            # A server without tool calling says so every time: not retried. The tool
-            # loop of a tree answers without a split (tools.turns).
-            retryable = False
+        if request.tools and refuses_tools(status, f"{detail}\n{raw}"):
+            retryable = False  # it says so every time (a tree's worker: no split)
         return _AttemptError(message, hint=http_hint(status, detail), status=status,
                              retryable=retryable,
                              retry_after=retry_after)

@@ -283,7 +283,8 @@ class WorkerRecord:
     - ``index``: the position among its siblings, from 1 (a top-level worker's index is
       its place in the plan, as always); ``id`` is the whole dotted id: ``"2"`` for a
       top-level worker, ``"2.1"``, ``"2.1.3"`` below it. ``RunRecord.workers`` holds the
-      top level only; ``walk()`` gives a worker and every descendant, depth first.
+      top level only; ``walk()`` gives a worker and every descendant, depth first;
+      ``RunRecord.walk()`` every worker of the run, ``RunRecord.worker("2.1")`` one.
     - Its figures (``usage``, ``cost_usd``, ``calls``, ``attempts``, ``cached_calls``,
       ``tool_calls``) are its *own* calls: its turns (the split call among them) and its
       split's reducer call (step ``reducer-of-<id>``, role ``reducer``), not its

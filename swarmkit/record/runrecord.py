@@ -84,11 +84,20 @@ class RunRecord:
     def models(self) -> dict[str, str]:
         return {role: self.config.get(role, {}).get("model", "?") for role in _ROLES}
 
-    def worker(self, index: int) -> WorkerRecord:
-        for record in self.workers:
-            if record.index == index:
+    def worker(self, index: int | str) -> WorkerRecord:
+        """Worker ``index`` of the plan, or any worker of a tree by its dotted id
+        (``"2.1"``)."""
+        wanted = str(index)
+        for record in self.walk():
+            if record.id == wanted:
                 return record
         raise KeyError(f"run {self.run_id} has no worker {index}")
+
+    def walk(self) -> Iterator[WorkerRecord]:
+        """Every worker, a tree's children after their parent (depth first); at depth 1,
+        ``workers`` itself."""
+        for record in self.workers:
+            yield from record.walk()
 
     def status_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

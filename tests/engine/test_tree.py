@@ -16,6 +16,7 @@ from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.engine.estimate import estimate, tree_levels
 from swarmkit.engine.prices import PriceTable
+from swarmkit.engine.subtree import shares
 from swarmkit.record.usage import Usage
 from swarmkit.testing import (
     FakeReply,
@@ -126,16 +127,20 @@ def test_a_split_over_max_children_is_cut_and_the_worker_is_told() -> None:
     assert spec["function"]["parameters"]["properties"]["subtasks"]["maxItems"] == 3
 
 
-def test_max_total_workers_caps_the_whole_tree() -> None:
+def test_max_total_workers_caps_the_whole_tree_by_position_not_by_timing() -> None:
     with FakeServer(split_everywhere(4), plan_tasks=3) as server:
-        run = tree_run(server, depth=3, max_total_workers=9)
+        run = tree_run(server, depth=3, max_total_workers=10)
     walked = [w for top in run.workers for w in top.walk()]
-    assert len(walked) == 9 and run.status == "completed"
-    # 3 planned + 4 children of worker 1 + 2 of worker 1.1 (cut); then no room at all.
+    assert len(walked) == 10 and run.status == "completed"
+    # 7 places after the plan: shares 3, 2, 2; worker 1 splits into 3, each child with no
+    # share left; workers 2 and 3 into 2 each.
+    assert [len(top.children) for top in run.workers] == [3, 2, 2]
+    cut = [t for t in run.tool_calls if t.result and "(max_total_workers=10)" in t.result]
+    assert [t.worker_id for t in cut] == ["1", "2", "3"]
     refused = [t for t in run.tool_calls if t.error is not None]
-    assert refused and all("max_total_workers=9" in t.error for t in refused)
-    cut = [t for t in run.tool_calls if t.result and "max_total_workers=9" in t.result]
-    assert len(cut) == 1
+    assert len(refused) == 7 and all("share of the run's tree is full" in t.error
+                                     for t in refused)
+    assert shares(7, 3) == [3, 2, 2] and shares(0, 2) == [0, 0]
 
 
 def test_a_second_split_and_a_bad_split_are_refused_to_the_model() -> None:
@@ -243,3 +248,28 @@ def test_the_dry_run_bound_covers_a_tree_that_splits_everywhere() -> None:
     flat = estimate(SwarmConfig.from_options(**run_options(server, workers=2)),
                     PriceTable.with_overrides(()), [], run.task, tuple(run.plan))
     assert [r.role for r in flat.roles] == ["planner", "worker", "reducer"]
+
+
+def test_a_child_swarm_merges_what_fits_the_reducers_input_limit() -> None:
+    def long_leaves(request: FakeRequest) -> FakeReply | None:
+        if request.step == "worker-1" and len(request.messages) == 2:
+            return split_reply(["North", "South", "East", "West"])
+        if request.step.startswith("worker-1."):
+            return FakeReply(content="A long regional answer. " * 60)  # ~1,400 bytes
+        return None
+
+    with FakeServer(long_leaves, plan_tasks=1) as server:
+        run = tree_run(server, depth=2, workers=1, reducer_max_input_tokens=4000)
+        [merge] = [r for r in server.requests if r.step == "reducer-of-1"]
+    [split] = run.tool_calls
+    assert split.result is not None and "(Merged 2 of the 4 sub-tasks' answers" in split.result
+    assert "North" in json.dumps(merge.body) and "West" not in json.dumps(merge.body)
+    assert run.status == "completed"
+
+
+def test_the_tree_shares_the_runs_rate_limit() -> None:
+    with FakeServer(split_everywhere(2), plan_tasks=2, rpm_limit=8, window=1.0) as server:
+        run = tree_run(server, depth=2, workers=2, concurrency=4, rpm=8, rate_window=1.0)
+    assert run.status == "completed" and len(list(run.walk())) == 6
+    # Every call of the tree, children and their merges included, paced by one limiter.
+    assert server.rejected_429 == 0 and not run.retries

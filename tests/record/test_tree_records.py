@@ -51,6 +51,10 @@ def test_a_flat_worker_writes_no_tree_keys() -> None:
 def test_a_tree_round_trips_through_run_json_and_the_history(tmp_path: Path) -> None:
     run = RunRecord("r1", "task", config=SwarmConfig.from_options(depth=3).summary(),
                     status="completed", plan=["root"], workers=[ROOT], answer="x")
+    assert [w.id for w in run.walk()] == ["2", "2.1", "2.1.3", "2.2"]
+    assert run.worker("2.1.3") == LEAF and run.worker(2) == ROOT
+    with pytest.raises(KeyError, match=r"has no worker 2\.9"):
+        run.worker("2.9")
     again = RunRecord.from_json(run.to_json())
     assert again == run and again.workers[0].children[0].children[0] == LEAF
     assert "".join(run.json_parts()) == run.to_json(indent=None)
