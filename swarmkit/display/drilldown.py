@@ -58,9 +58,9 @@ class ChildAnswer:
 
 def worker_where(prefix: str, worker_id: str) -> str:
     """How to reach worker ``worker_id`` of ``prefix`` (``run``, ``_swarm``) from Python:
-    ``run.worker(2)``, ``run.worker(2).children[0]`` for ``2.1``."""
-    top, *below = worker_id.split(".")
-    return f"{prefix}.worker({top})" + "".join(f".children[{int(i) - 1}]" for i in below)
+    ``run.worker(2)``, and in a tree ``run.worker('2.1')``."""
+    return (f"{prefix}.worker({worker_id})" if worker_id.isdigit()
+            else f"{prefix}.worker('{worker_id}')")
 
 
 def _children(children: Sequence[ChildAnswer], where: str) -> str:

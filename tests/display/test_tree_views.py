@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import swarmkit
 from swarmkit.api.result import Run
 from swarmkit.config.swarmconfig import SwarmConfig
 from swarmkit.display.byrole import role_spend
+from swarmkit.display.drilldown import worker_details
 from swarmkit.display.history import RunDiff
 from swarmkit.display.lanes import lane_workers
 from swarmkit.display.livehtml import render_section
@@ -252,3 +254,12 @@ def test_a_comparison_lane_of_a_tree_counts_its_splits_and_leaves(tree: Any) -> 
     assert lane_workers(_fold(events, run)) == (
         "3/3 done (3 ok) · 2 splits, 6/6 leaves done")
     assert "split" not in lane_workers(_fold(list(synthetic_events(3)), synthetic_run(3)))
+
+
+def test_a_cut_childs_drill_down_says_how_to_reach_it_whole(tree: Any) -> None:
+    run, _ = tree
+    child = run.worker("2.1.2")
+    long = replace(child, output="x" * 5_000)
+    html = worker_details(run, long, [], None, "pgvecto.rs")
+    assert "run.worker(&#x27;2.1.2&#x27;).output has the whole text" in html
+    assert run.worker("2.1.2") is child
