@@ -38,7 +38,7 @@ def test_a_depth_2_run_shows_its_tree_live_and_final(
     shots: Path, theme: str, width: str,
 ) -> None:
     scripted.plan_tasks, scripted.replies = 3, split_script(SPLIT)
-    scripted.latency = {"worker-1": 1.0, "worker-3": 1.0, "worker-2.*": 4.0}
+    scripted.latency = {"worker-1": 1.0, "worker-3": 1.0, "worker-2.*": 6.0}
     lab.set_theme(f"JupyterLab {theme.title()}")
     cells = ["%load_ext swarmkit",
              swarm_cell(server, "--workers 3 --concurrency 4 --depth 2",
