@@ -18,7 +18,8 @@ Each tutorial replays cassettes of runs made here and now, and says what made th
   that small model cannot show the point: tool calls (02), real prices for tiered
   routing and budgets (03), a typed reply that breaks its schema on cue (05), and
   answers and a judge's grades that move with each repeat's seed (06,
-  ``record_scores.py``).
+  ``record_scores.py``), and workers that split their sub-tasks into child swarms (07,
+  ``record_tree.py``).
   The tools themselves are real: a Python function and a real
   MCP server process (``shop_server.py``).
 
@@ -50,6 +51,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import nbformat  # noqa: E402
 from record_prompts import exploring_prompts  # noqa: E402
 from record_scores import scoring_prompts  # noqa: E402
+from record_tree import swarms_of_swarms  # noqa: E402
 from recording_models import LIVE_SWITCH, LOCAL, SCRIPTED, local_options, recorded  # noqa: E402
 
 import swarmkit  # noqa: E402
@@ -367,6 +369,7 @@ TUTORIALS: dict[str, tuple[str, Callable[[], ReplayNotebook]]] = {
     "04": ("04-export-and-replay.ipynb", export_and_replay),
     "05": ("05-exploring-prompts.ipynb", exploring_prompts),
     "06": ("06-scoring-prompts.ipynb", scoring_prompts),
+    "07": ("07-swarms-of-swarms.ipynb", swarms_of_swarms),
 }
 
 

@@ -105,7 +105,7 @@ def test_record_help_lists_the_options_and_the_tutorials() -> None:
 
 
 def test_record_refuses_an_unknown_tutorial_in_one_line() -> None:
-    done = _record_command("--outputs", "07")
+    done = _record_command("--outputs", "08")
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == ("python notebooks/record.py: error: no tutorial "
-                                            "'07'; choose from 01, 02, 03, 04, 05, 06")
+                                            "'08'; choose from 01, 02, 03, 04, 05, 06, 07")

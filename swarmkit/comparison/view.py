@@ -165,9 +165,9 @@ class ComparisonView(Rendered):
         lines = [f"no answer: {run.status}" + (f": {run.error}" if run.error else "")]
         statuses = failure_statuses(run.calls)
         failures = [f for w in run.workers
-                    if (f := failure_of(w, statuses.get(w.index))) is not None]
+                    if (f := failure_of(w, statuses.get(w.id))) is not None]
         for failure in failures[:_FAILURES_SHOWN]:
-            lines.append(f"worker {failure.index} · {failure.label}"
+            lines.append(f"worker {failure.worker} · {failure.label}"
                          + (f": {failure.line}" if failure.line else ""))
         if len(failures) > _FAILURES_SHOWN:
             lines.append(f"… {len(failures) - _FAILURES_SHOWN} more; runs[{i}].tables() "

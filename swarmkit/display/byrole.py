@@ -4,6 +4,11 @@ The totals line counts every call, the worker table only the workers' calls; thi
 summary is what makes the two add up on screen. Its last row is the run's own total,
 summed from the same calls. Each role's row names the model(s) its calls asked for, and
 counts its calls cut at max tokens.
+
+A tree (``by_depth``): the workers' calls get one row per depth (``workers · depth 2``:
+the calls of the workers at that depth, ``worker-2.1`` ...), and the child swarms'
+reducer calls (``reducer-of-<id>``, role ``reducer``) a row of their own, ``reducer
+(splits)`` (as ``--dry-run`` names their bound), apart from the run's final reducer.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..record.usage import Usage
+from .treelayout import CHILD_STEP_PREFIX
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord
@@ -44,13 +50,32 @@ class RoleSpend:
         return ", ".join(self.models)
 
 
-def role_spend(calls: list[CallRecord]) -> list[RoleSpend]:
-    """One row per role that made calls (planner, workers, reducer, others), then total."""
+_SPLIT_REDUCERS = "reducer (splits)"
+
+
+def _label(call: CallRecord, by_depth: bool) -> str:
+    if by_depth and call.role == "worker" and call.step.startswith("worker-"):
+        return f"workers · depth {call.step.count('.') + 1}"
+    if by_depth and call.step.startswith(CHILD_STEP_PREFIX):
+        return _SPLIT_REDUCERS
+    return _LABELS.get(call.role, call.role)
+
+
+def _order(label: str) -> tuple[int, str]:
+    """planner, the workers (by depth), the child reducers, reducer, judge, the rest."""
+    if label.startswith("workers · depth "):
+        return 1, f"{int(label.rsplit(' ', 1)[1]):04d}"
+    known = {"planner": 0, "workers": 1, _SPLIT_REDUCERS: 2, "reducer": 3, "judge": 4}
+    return known.get(label, 5), label
+
+
+def role_spend(calls: list[CallRecord], by_depth: bool = False) -> list[RoleSpend]:
+    """One row per role that made calls (planner, workers, reducer, others), then total;
+    ``by_depth``: the workers' row split by depth, the child reducers apart (a tree)."""
     groups: dict[str, list[CallRecord]] = {}
     for call in calls:
-        groups.setdefault(_LABELS.get(call.role, call.role), []).append(call)
-    order = [*(label for label in _LABELS.values() if label in groups),
-             *sorted(label for label in groups if label not in _LABELS.values())]
+        groups.setdefault(_label(call, by_depth), []).append(call)
+    order = sorted(groups, key=_order)
     rows = [_spend(label, groups[label]) for label in order]
     return [*rows, _spend("total", calls, named=False)]
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config.wording import counted
+from ..credentials.scrub import one_line
 from ..engine.reducer import reducer_messages, reducer_text
 from ..engine.worker import worker_messages
 from ..record.steps import reducer_part_of_step
@@ -31,9 +33,9 @@ if TYPE_CHECKING:
     from .failures import Failure
 
 __all__ = [
-    "MAX_MESSAGE_CHARS", "MAX_OUTPUT_CHARS", "MAX_TOOL_CALLS", "cut", "details",
-    "judge_details", "planner_details", "reducer_details", "reducer_input",
-    "run_worker_messages", "worker_body", "worker_details",
+    "MAX_MESSAGE_CHARS", "MAX_OUTPUT_CHARS", "MAX_TOOL_CALLS", "ChildAnswer", "cut",
+    "details", "judge_details", "planner_details", "reducer_details", "reducer_input",
+    "run_worker_messages", "worker_body", "worker_details", "worker_where",
 ]
 
 MAX_OUTPUT_CHARS = 4_000
@@ -41,6 +43,35 @@ MAX_MESSAGE_CHARS = 1_500
 MAX_TOOL_CHARS = 400
 MAX_TOOL_CALLS = 10
 MAX_REDUCER_INPUT_CHARS = 8_000
+MAX_CHILD_CHARS = 600  # each child's answer in its parent's drill-down (its own row has it all)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildAnswer:
+    """One child of a split as its parent's drill-down lists it (None: no answer yet)."""
+
+    worker_id: str
+    task: str
+    status: str
+    output: str | None
+
+
+def worker_where(prefix: str, worker_id: str) -> str:
+    """How to reach worker ``worker_id`` of ``prefix`` (``run``, ``_swarm``) from Python:
+    ``run.worker(2)``, and in a tree ``run.worker('2.1')``."""
+    return (f"{prefix}.worker({worker_id})" if worker_id.isdigit()
+            else f"{prefix}.worker('{worker_id}')")
+
+
+def _children(children: Sequence[ChildAnswer], where: str) -> str:
+    """A split's children: each one's id, status, sub-task and answer, cut short."""
+    out = []
+    for child in children:
+        answer = "(no answer yet)" if child.output is None else cut(
+            child.output, MAX_CHILD_CHARS, f"{where}.children")
+        head = f"{child.worker_id} · {child.status} · {one_line(child.task, 80)}"
+        out.append(f"<div><i>{_esc(head)}</i><pre>{_esc(answer)}</pre></div>")
+    return "".join(out)
 
 
 def _esc(text: object) -> str:
@@ -92,14 +123,17 @@ def worker_body(
     output_limit: int = MAX_OUTPUT_CHARS,
     message_limit: int = MAX_MESSAGE_CHARS,
     cut_note: str | None = None,
+    worker_id: str | None = None,
+    children: Sequence[ChildAnswer] = (),
 ) -> str:
     """The inside of worker ``index``'s drill-down; ``where`` names how to reach it whole.
 
     ``cut_note`` says the output stopped at its max tokens (``display.truncation``), just
     above the output. The live view passes smaller limits: it re-sends the section on
-    every push.
+    every push. In a tree, ``worker_id`` is its dotted id and ``children`` its split's
+    children, listed after its tool calls (the ``split_task`` call among them).
     """
-    parts = [f"<div class=\"sk-drill\"><b>sub-task {index}</b>"
+    parts = [f"<div class=\"sk-drill\"><b>sub-task {worker_id or index}</b>"
              f"<pre>{_esc(cut(task, MAX_OUTPUT_CHARS, where))}</pre>"]
     if failure is not None and (failure.error or failure.hint):
         parts.append(f'<b>error</b><pre class="sk-error">{_esc(failure.line)}</pre>')
@@ -108,6 +142,10 @@ def worker_body(
     if tool_total:
         listed = _tool_calls(tool_calls, tool_total, where)
         parts.append(f"<b>tool calls ({tool_total})</b>{listed}")
+    if children:
+        done = sum(1 for child in children if child.output is not None)
+        parts.append(f"<b>child answers ({done} of {len(children)})</b>"
+                     f"{_children(children, where)}")
     if output is not None:
         text = cut(output, output_limit, f"{where}.output")
         warning = f'<p class="sk-warn">⚠ {_esc(cut_note)}</p>' if cut_note else ""
@@ -123,27 +161,38 @@ def details(summary: str, body: str, title: str = "", css: str = "") -> str:
     return f"<details{cls}><summary{tip}>{_esc(summary)}</summary>{body}</details>"
 
 
-def run_worker_messages(run: RunRecord, worker: WorkerRecord) -> list[dict[str, Any]]:
-    """The messages ``worker`` started from, rebuilt from the run's config and plan."""
+def run_worker_messages(run: RunRecord, worker: WorkerRecord,
+                        parent: WorkerRecord | None = None) -> list[dict[str, Any]]:
+    """The messages ``worker`` started from, rebuilt from the run's config and plan (a
+    child's from its ``parent``: its sub-task is the child's task, its children the
+    child's siblings)."""
     prompt = run.config.get("system_prompt")
     if prompt is None or worker.started is None:
         return []  # an old run without its prompt, or a worker that never sent anything
-    total = len(run.plan) or len(run.workers)
+    task, total = run.task, len(run.plan) or len(run.workers)
+    if parent is not None:
+        task, total = parent.task, len(parent.children)
     schema = run.config.get("output_schema")
-    return worker_messages(str(prompt), run.task, worker.index, worker.task, total,
+    return worker_messages(str(prompt), task, worker.index, worker.task, total,
                            schema if isinstance(schema, str) else None)
 
 
 def worker_details(
     run: RunRecord, worker: WorkerRecord, tool_calls: Sequence[ToolCallRecord],
     failure: Failure | None, summary: str, cut_note: str | None = None,
+    parent: WorkerRecord | None = None,
 ) -> str:
-    """A static worker row's expandable task cell (``cut_note``: its output was cut)."""
-    where = f"run.worker({worker.index})"
+    """A static worker row's expandable task cell (``cut_note``: its output was cut); a
+    worker that split lists its split (a tool call) and its children's answers."""
+    children = [ChildAnswer(child.id, child.task, child.status_label, child.output)
+                for child in worker.children]
     body = worker_body(
-        index=worker.index, task=worker.task, messages=run_worker_messages(run, worker),
-        output=worker.output, tool_calls=tool_calls, tool_total=len(tool_calls),
-        failure=failure, where=where, cut_note=cut_note,
+        index=worker.index, task=worker.task,
+        messages=run_worker_messages(run, worker, parent), output=worker.output,
+        tool_calls=tool_calls, tool_total=len(tool_calls), failure=failure,
+        where=worker_where("run", worker.id), cut_note=cut_note,
+        worker_id=worker.id if worker.parent is not None or children else None,
+        children=children,
     )
     return details(summary, body, title=worker.task)
 

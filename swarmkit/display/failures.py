@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..provider.hints import advice
-from ..record.steps import worker_of_step
+from ..record.steps import worker_id_of_step
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord, WorkerRecord
@@ -43,7 +43,7 @@ def hint_for(reason: str | None, status: int | None) -> str:
 class Failure:
     """Why one worker did not complete."""
 
-    index: int
+    worker: str  # its dotted id: "2", "2.1" in a tree
     label: str  # "failed (provider)"
     error: str  # one line; "" when the worker left none (a cancelled one)
     hint: str
@@ -54,15 +54,16 @@ class Failure:
         return " — ".join(part for part in (self.error, self.hint) if part)
 
 
-def failure_statuses(calls: Iterable[CallRecord]) -> dict[int, int]:
-    """Each worker's HTTP status of its last failed call (workers with one only)."""
-    statuses: dict[int, int] = {}
+def failure_statuses(calls: Iterable[CallRecord]) -> dict[str, int]:
+    """Each worker's HTTP status of its last failed call (workers with one only), by its
+    dotted id (``"7"``, ``"2.1"``)."""
+    statuses: dict[str, int] = {}
     for call in calls:
         if call.error is None or call.status is None:
             continue
-        index = worker_of_step(call.step)
-        if index is not None:
-            statuses[index] = call.status
+        worker_id = worker_id_of_step(call.step)
+        if worker_id is not None:
+            statuses[worker_id] = call.status
     return statuses
 
 
@@ -75,4 +76,4 @@ def failure_of(worker: WorkerRecord, status: int | None = None) -> Failure | Non
     # from the same status: a second hint would only repeat it in other words.
     advised = worker.reason in ("provider", "budget") and "; " in error
     hint = "" if advised else hint_for(worker.reason, status)
-    return Failure(worker.index, worker.status_label, error, hint)
+    return Failure(worker.id, worker.status_label, error, hint)

@@ -23,6 +23,7 @@ from ..record.runrecord import RunRecord
 from ..store.history import RunSummary
 from .rendered import Rendered
 from .tablefmt import format_cost, format_tokens
+from .treelayout import flat_tree, tree_key
 
 __all__ = ["RunDiff", "RunListing"]
 
@@ -154,16 +155,20 @@ class RunDiff(_Sections):
         return rows
 
     def _worker_rows(self) -> list[tuple[Any, ...]]:
-        left = {w.index: w for w in self.a.workers}
-        right = {w.index: w for w in self.b.workers}
+        """A row per worker of either run, a tree's children under their parent (by
+        dotted id: ``2.1`` of one run against ``2.1`` of the other)."""
+        left = {w.id: w for w in flat_tree(self.a.workers)}
+        right = {w.id: w for w in flat_tree(self.b.workers)}
         rows = []
-        for index in sorted(set(left) | set(right)):
+        for index in sorted(set(left) | set(right), key=tree_key):
             a, b = left.get(index), right.get(index)
             if a is None or b is None:
                 output = "only in A" if b is None else "only in B"
             else:
                 output = "same" if a.output == b.output else "differs"
-            row: list[Any] = [index]
+            # A top-level worker's index stays a number, so a flat run's diff reads as
+            # before (tabulate right-aligns a column of numbers).
+            row: list[Any] = [int(index) if index.isdigit() else index]
             for w in (a, b):
                 row += ([w.status_label, format_cost(w.cost_usd),
                          format_tokens(w.usage.total_tokens)] if w else ["-", "-", "-"])

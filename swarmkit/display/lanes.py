@@ -58,7 +58,11 @@ def lane_workers(state: LiveState) -> str:
         return "no plan yet"
     counts = _by_status(state)
     parts = [f"{counts[k]} {k}" for k in _ORDER if counts.get(k)]
-    return f"{state.finished}/{total} done" + (f" ({' · '.join(parts)})" if parts else "")
+    # A tree (a variant with depth > 1): its splits and leaves, as the dashboard counts them.
+    tree = (f" · {counted(state.splits, 'split')}, {state.leaves_done}/"
+            f"{state.tree_size - state.splits} leaves done" if state.splits else "")
+    return (f"{state.finished}/{total} done" + (f" ({' · '.join(parts)})" if parts else "")
+            + tree)
 
 
 def _cut(state: LiveState) -> str:

@@ -20,11 +20,12 @@ from ..config.wording import counted
 from ..credentials.scrub import one_line
 from ..engine.reducer import reducer_text
 from ..engine.worker import worker_messages
-from .drilldown import cut, details, reducer_input, worker_body
+from .drilldown import cut, details, reducer_input, worker_body, worker_where
 from .failures import Failure, failure_of
 from .livestate import MAX_ROWS, SECTIONS, LiveState, WorkerLive
 from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table
 from .theme import COLOURS, STYLE, row_class
+from .treelayout import ancestors, indented, tree_key
 from .truncation import CUT_MARK, cut_note, raise_hint, with_cut_mark
 
 __all__ = ["render_changed", "render_section"]
@@ -144,6 +145,8 @@ def _plan(state: LiveState) -> str:
 
 
 def _visible_workers(state: LiveState) -> list[WorkerLive]:
+    if state.nodes:
+        return _visible_tree(state)
     total = max(len(state.plan), len(state.workers))
     if total <= MAX_ROWS:
         plan = state.plan
@@ -154,6 +157,34 @@ def _visible_workers(state: LiveState) -> list[WorkerLive]:
         if len(rows) >= MAX_ROWS:
             break
         rows.append(state.workers[index])
+    return rows
+
+
+def _visible_tree(state: LiveState) -> list[WorkerLive]:
+    """A tree's rows, each child under its parent (depth first, in index order). Past
+    ``MAX_ROWS``: the running workers (oldest first), then the latest finished, each
+    with its ancestors, so no row is shown without the rows above it."""
+    plan = state.plan
+    total = max(len(plan), len(state.workers))
+    if state.tree_size <= MAX_ROWS:
+        ids = [str(i) for i in range(1, total + 1)] + list(state.nodes)
+    else:
+        wanted = [*map(str, state.running), *state.nodes_running,
+                  *reversed([str(i) for i in state.recent]), *reversed(state.nodes_recent)]
+        chosen: set[str] = set()
+        for worker_id in wanted:
+            line = [worker_id, *ancestors(worker_id)]
+            if len(chosen | set(line)) > MAX_ROWS:
+                break
+            chosen.update(line)
+        ids = list(chosen)
+    rows = []
+    for worker_id in sorted(ids, key=tree_key):
+        if "." in worker_id:
+            rows.append(state.nodes[worker_id])
+            continue
+        i = int(worker_id)
+        rows.append(state.workers.get(i) or WorkerLive(i, plan[i - 1] if i <= len(plan) else ""))
     return rows
 
 
@@ -171,6 +202,13 @@ def _status_of(worker: WorkerLive) -> str:
     return with_cut_mark(worker.status, worker.cut)
 
 
+def _tree_status(state: LiveState, worker: WorkerLive) -> str:
+    """A parent's status while its children run: ``running (split: 1/3 done)``."""
+    if worker.split and worker.record is None and worker.status == "running":
+        return f"running (split: {state.children_done(worker)}/{worker.split} done)"
+    return _status_of(worker)
+
+
 def _workers(state: LiveState) -> str:
     total = max(len(state.plan), len(state.workers))
     if not total:
@@ -184,7 +222,12 @@ def _workers(state: LiveState) -> str:
         counts["pending"] = pending
     summary = " · ".join(f"{counts[label]} {label}" for label in sorted(counts, key=_order))
     rows = _visible_workers(state)
-    shown = ("" if len(rows) == total else
+    tree = ""
+    if state.nodes:
+        leaves = state.tree_size - state.splits
+        tree = (f" · tree: {counted(len(state.nodes), 'child', 'children')} in "
+                f"{counted(state.splits, 'split')}, {state.leaves_done}/{leaves} leaves done")
+    shown = ("" if len(rows) == state.tree_size else
              f" · showing {len(rows)} (running first, then the latest finished)")
     cells = []
     for w in rows:
@@ -196,12 +239,20 @@ def _workers(state: LiveState) -> str:
             latency = ""
         failure = _failure(w)
         why = clipped(failure.line, 60) if failure is not None else ""
-        cells.append((w.index, _status_of(w), _task_cell(state, w, failure), why,
+        cells.append((_id_cell(w), _tree_status(state, w), _task_cell(state, w, failure), why,
                       w.attempts, w.shown_retries, format_tokens(w.prompt_tokens),
                       format_tokens(w.completion_tokens), format_cost(w.cost), latency,
                       w.tools))
-    title = f"<b>{counted(total, 'worker')}</b>: {_esc(summary)}{shown}"
+    title = f"<b>{counted(total, 'worker')}</b>: {_esc(summary)}{_esc(tree)}{shown}"
     return _table(title, _WORKER_HEAD, cells, [row_class(w.status) for w in rows])
+
+
+def _id_cell(worker: WorkerLive) -> object:
+    """The worker column: its index, or in a tree its dotted id (a child's marked ↳)."""
+    if worker.parent is None:
+        return worker.index
+    return Markup(f'<span title="child of worker {worker.parent}">↳ {worker.id}</span>',
+                  worker.id)
 
 
 def _failure(worker: WorkerLive) -> Failure | None:
@@ -214,18 +265,22 @@ def _task_cell(state: LiveState, worker: WorkerLive, failure: Failure | None) ->
         return worker.finished_cell
     summary = one_line(worker.task, 48)
     if worker.started is None and worker.record is None:
-        return clipped(worker.task, 48)
-    messages = worker_messages(state.system_prompt, state.task, worker.index, worker.task,
-                               max(len(state.plan), worker.index), state.output_schema)
+        return indented(worker.depth, clipped(worker.task, 48))
+    task, total = state.task, max(len(state.plan), worker.index)
+    if worker.parent is not None:  # a child is sent its parent's sub-task as the task
+        task, total = state.parent_task(worker), len(state.kids.get(worker.parent, ()))
+    messages = worker_messages(state.system_prompt, task, worker.index, worker.task, total,
+                               state.output_schema)
     record = worker.record
     note = cut_note("worker", state.max_tokens.get("worker")) if worker.cut else None
     body = worker_body(
         index=worker.index, task=worker.task, messages=messages,
         output=None if record is None else record.output, tool_calls=worker.tool_records,
-        tool_total=worker.tools, failure=failure, where=f"_swarm.worker({worker.index})",
+        tool_total=worker.tools, failure=failure, where=worker_where("_swarm", worker.id),
         output_limit=_LIVE_OUTPUT_CHARS, message_limit=_LIVE_MESSAGE_CHARS, cut_note=note,
+        worker_id=worker.id, children=state.child_answers(worker),
     )
-    cell = Markup(details(summary, body, title=worker.task), summary)
+    cell = indented(worker.depth, Markup(details(summary, body, title=worker.task), summary))
     if record is not None:
         worker.finished_cell = cell
     return cell
@@ -238,8 +293,8 @@ def _tools(state: LiveState) -> str:
     cells = []
     for t in reversed(state.tools):
         result = f"error: {t.error}" if t.error else (t.result or "")
-        cells.append((t.worker, t.tool, one_line(t.arguments, 60), one_line(result, 60),
-                      f"{t.duration:.3f}s"))
+        cells.append((t.worker if t.parent is None else t.worker_id, t.tool,
+                      one_line(t.arguments, 60), one_line(result, 60), f"{t.duration:.3f}s"))
     title = f"<b>tool calls: {state.tool_count}</b>{errors} · latest {len(state.tools)}"
     return _table(title, ("worker", "tool", "arguments", "result", "duration"), cells)
 

@@ -8,16 +8,23 @@ free of ipywidgets lets it be tested and reused on its own.
 Only what a bounded view needs is kept per run: running workers in start order, the
 ``MAX_ROWS`` most recently finished, the last ``MAX_TOOL_ROWS`` tool calls, and counts
 by status, so a 1,000-worker run costs the display what a 50-worker one does.
+
+A tree (depth > 1): the plan's workers stay in ``workers`` (by index) and their
+descendants are in ``nodes`` (by dotted id, ``"2.1"``), each ``WorkerSplit`` listing a
+parent's children (``kids``) before they start; a split's reducer call
+(``reducer-of-<id>``) adds to its parent's figures, as in ``WorkerRecord``. ``splits``
+counts the splits, ``leaves_done`` the finished workers that did not split. The
+status counts (``counts``) stay the plan's workers'.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..config.automodel import auto_notice, judge_notice
+from ..config.wording import counted
 from ..record.events import (
     BatchUpdated,
     BudgetUpdated,
@@ -35,12 +42,16 @@ from ..record.events import (
     ScoreRecorded,
     ToolCallFinished,
     WorkerFinished,
+    WorkerSplit,
     WorkerStarted,
 )
 from ..record.rows import ScoreRecord, ToolCallRecord, WorkerRecord
-from ..record.steps import reducer_part_of_step, worker_of_step
+from ..record.steps import reducer_part_of_step
 from ..record.usage import Usage
+from .drilldown import ChildAnswer
+from .treelayout import owner_of_step
 from .truncation import max_tokens_of
+from .workerlive import Spent, WorkerLive
 
 if TYPE_CHECKING:
     from ..config.swarmconfig import SwarmConfig
@@ -56,74 +67,7 @@ _FINAL_STATUS = {"completed": "done", "partial": "done (partial)", "failed": "fa
                  "cancelled": "cancelled", "stopped": "stopped and merged"}
 
 
-class _Spent:
-    """Tokens and cost so far, read from ``usage`` (summed with unknown staying unknown)."""
-
-    __slots__ = ()
-    usage: Usage
-
-    @property
-    def prompt_tokens(self) -> int | None:
-        return self.usage.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int | None:
-        return self.usage.completion_tokens
-
-    @property
-    def cost(self) -> Decimal | None:
-        return self.usage.cost
-
-
-@dataclass(slots=True)
-class WorkerLive(_Spent):
-    """One worker as the dashboard shows it while the run goes on."""
-
-    index: int
-    task: str
-    status: str = "pending"
-    attempts_done: int = 0  # attempts of this worker's finished calls
-    attempt: int = 0  # the attempt of the call in flight
-    retries: int = 0  # CallRetried events seen
-    calls: int = 0  # finished calls
-    retries_done: int = 0  # ``retries`` when the last call finished
-    waiting: bool = False
-    usage: Usage = field(default_factory=Usage)  # its finished calls' tokens and cost
-    started: float | None = None
-    latency: float | None = None  # set once finished
-    tools: int = 0
-    fail_status: int | None = None  # HTTP status of its last failed call
-    cut: bool = False  # its last answered call stopped at its max tokens
-    record: WorkerRecord | None = None  # set once finished: what its drill-down shows
-    tool_records: list[ToolCallRecord] = field(default_factory=list)
-    # The finished worker's rendered task cell: it cannot change any more, and the worker
-    # section is rendered on every push (twice a second while calls are in flight).
-    finished_cell: object | None = None
-
-    @property
-    def attempts(self) -> int:
-        """Requests sent, the one in flight included; a retry already announced counts."""
-        if not self.attempt:
-            return self.attempts_done
-        return self.attempts_done + max(self.attempt, 1 + self.retries - self.retries_done)
-
-    @property
-    def shown_retries(self) -> int:
-        """Retries as every view shows them: attempts past each call's first."""
-        return max(0, self.attempts - self.calls - (1 if self.attempt else 0))
-
-    def finish(self, record: WorkerRecord) -> None:
-        self.status = record.status_label
-        self.record = record
-        self.attempts_done, self.attempt = record.attempts, 0
-        self.calls, self.retries_done = record.calls, self.retries
-        self.usage = record.usage
-        self.latency, self.tools = record.latency, record.tool_calls
-        self.waiting = False
-        self.finished_cell = None
-
-
-class LiveState(_Spent):
+class LiveState(Spent):
     """Everything the dashboard shows, updated by events in O(1) each."""
 
     def __init__(self, *, task: str, config: SwarmConfig) -> None:
@@ -142,6 +86,14 @@ class LiveState(_Spent):
         self.running: dict[int, None] = {}  # insertion-ordered set: oldest first
         self.recent: deque[int] = deque(maxlen=MAX_ROWS)
         self.counts: dict[str, int] = {}
+        # The tree (depth > 1): the descendants of the plan's workers, by dotted id; the
+        # children of each parent in index order; those running and recently finished.
+        self.nodes: dict[str, WorkerLive] = {}
+        self.kids: dict[str, list[str]] = {}
+        self.nodes_running: dict[str, None] = {}
+        self.nodes_recent: deque[str] = deque(maxlen=MAX_ROWS)
+        self.splits = 0
+        self.leaves_done = 0  # finished workers, at any depth, that did not split
         self.waiting = 0
         self.calls = 0
         self.cached_calls = 0  # served from the history (a resumed run's finished calls)
@@ -191,6 +143,28 @@ class LiveState(_Spent):
             worker = self.workers[index] = WorkerLive(index, task)
         return worker
 
+    def _live(self, worker_id: str) -> WorkerLive:
+        """The worker of a dotted id: a plan's worker, or a node of the tree."""
+        parent, dot, index = worker_id.rpartition(".")
+        if not dot:
+            return self._worker(int(worker_id))
+        node = self.nodes.get(worker_id)
+        if node is None:
+            node = self.nodes[worker_id] = WorkerLive(int(index), "", parent=parent)
+            self.kids.setdefault(parent, []).append(worker_id)
+        return node
+
+    def _of_step(self, step: str) -> WorkerLive | None:
+        """The worker a call of ``step`` belongs to: ``worker-<id>``, or the parent whose
+        split's reducer ``reducer-of-<id>`` is; None for the planner, reducer and judge."""
+        worker_id = owner_of_step(step)
+        return None if worker_id is None else self._live(worker_id)
+
+    @property
+    def tree_size(self) -> int:
+        """Every worker of the tree: the plan's and their descendants."""
+        return max(len(self.plan), len(self.workers)) + len(self.nodes)
+
     def _count(self, label: str, delta: int) -> None:
         self.counts[label] = self.counts.get(label, 0) + delta
 
@@ -220,24 +194,23 @@ class LiveState(_Spent):
             case CallStarted():
                 if event.step.startswith("judge-"):
                     self._scoring()
-                index = worker_of_step(event.step)
-                if index is None and reducer_part_of_step(event.step) is not None:
+                worker = self._of_step(event.step)
+                if worker is None and reducer_part_of_step(event.step) is not None:
                     self.parts_running.add(event.step)
                     self.dirty.add("reducer")
-                if index is not None:
-                    worker = self._worker(index)
+                if worker is not None:
                     worker.attempt = event.attempt
                     self._set_waiting(worker, False)
                     self.dirty.add("workers")
             case CallRetried():
-                index = worker_of_step(event.step)
-                if index is not None:
-                    self._worker(index).retries += 1
+                worker = self._of_step(event.step)
+                if worker is not None:
+                    worker.retries += 1
                     self.dirty.add("workers")
             case RateLimitWait():
-                index = worker_of_step(event.step)
-                if index is not None:
-                    self._set_waiting(self._worker(index), event.waiting)
+                worker = self._of_step(event.step)
+                if worker is not None:
+                    self._set_waiting(worker, event.waiting)
                     self.dirty.add("workers")
             case CallFinished():
                 self._call_finished(event)
@@ -247,18 +220,28 @@ class LiveState(_Spent):
                 self.dirty.add("budget")
             case ConcurrencyChanged():
                 self.concurrency[event.endpoint] = (event.limit, event.reason)
-            case WorkerStarted() if event.parent is None:  # a child's row: not yet shown
+            case WorkerStarted() if event.parent is None:
                 worker = self._worker(event.index, event.task)
                 worker.status, worker.started = "running", event.t
                 self.running[event.index] = None
                 self._count("running", 1)
                 self.dirty.add("workers")
-            case ToolCallFinished() if event.tool_call.parent is None:
+            case WorkerStarted():
+                worker = self._live(event.worker_id)
+                worker.task = worker.task or event.task
+                worker.status, worker.started = "running", event.t
+                self.nodes_running[event.worker_id] = None
+                self.dirty.add("workers")
+            case WorkerSplit():
+                self._split(event)
+            case ToolCallFinished():
                 self._tool_finished(event.tool_call)
             case BatchUpdated():
                 self.batches[event.batch_id] = event
             case WorkerFinished() if event.worker.parent is None:
                 self._worker_finished(event.worker)
+            case WorkerFinished():
+                self._node_finished(event.worker)
             case ReducerStarted():
                 self.phase, self.reducer_inputs = "reducing", len(event.inputs)
                 self.reduced, self.reducer_parts = event.inputs, event.parts
@@ -296,8 +279,8 @@ class LiveState(_Spent):
         self.cut_calls += call.cut
         if self.cap is None:
             self.dirty.add("budget")
-        index = worker_of_step(call.step)
-        if index is None:
+        worker = self._of_step(call.step)
+        if worker is None:
             part = reducer_part_of_step(call.step)
             if part is not None:
                 self.parts_running.discard(call.step)
@@ -309,7 +292,6 @@ class LiveState(_Spent):
                 self.reducer_cut = call.cut
                 self.dirty.add("reducer")
             return
-        worker = self._worker(index)
         worker.attempts_done += call.attempts
         worker.attempt = 0
         worker.calls += 1
@@ -325,7 +307,7 @@ class LiveState(_Spent):
         self.tool_count += 1
         self.tool_errors += record.error is not None
         self.tools.append(record)
-        worker = self._worker(record.worker)
+        worker = self._live(record.worker_id)
         worker.tools += 1
         if len(worker.tool_records) < MAX_WORKER_TOOLS:
             worker.tool_records.append(record)
@@ -340,7 +322,45 @@ class LiveState(_Spent):
         worker.finish(record)
         self._count(worker.status, 1)
         self.recent.append(record.index)
+        self.leaves_done += not record.children
         self.dirty.add("workers")
+
+    def _split(self, event: WorkerSplit) -> None:
+        parent = self._live(event.parent)
+        parent.split = len(event.tasks)
+        self.splits += 1
+        for index, task in enumerate(event.tasks, start=1):
+            self._live(f"{event.parent}.{index}").task = task
+        self.dirty.add("workers")
+
+    def _node_finished(self, record: WorkerRecord) -> None:
+        worker = self._live(record.id)
+        worker.task = worker.task or record.task
+        self.nodes_running.pop(record.id, None)
+        self._set_waiting(worker, False)
+        worker.finish(record)
+        self.nodes_recent.append(record.id)
+        self.leaves_done += not record.children
+        self.dirty.add("workers")
+
+    def parent_task(self, worker: WorkerLive) -> str:
+        """The task a child was sent: its parent's sub-task."""
+        return "" if worker.parent is None else self._live(worker.parent).task
+
+    def child_answers(self, worker: WorkerLive) -> list[ChildAnswer]:
+        """``worker``'s children as its drill-down lists them, those finished so far with
+        their answers."""
+        answers = []
+        for kid in self.kids.get(worker.id, ()):
+            node = self.nodes[kid]
+            output = None if node.record is None else node.record.output
+            answers.append(ChildAnswer(kid, node.task, node.status, output))
+        return answers
+
+    def children_done(self, worker: WorkerLive) -> int:
+        """How many of ``worker``'s children have finished."""
+        return sum(1 for kid in self.kids.get(worker.id, ())
+                   if self.nodes[kid].record is not None)
 
     # -- rendering ---------------------------------------------------------------------
 
@@ -366,4 +386,7 @@ class LiveState(_Spent):
             n = sum(v for k, v in self.counts.items() if k.split(" ", 1)[0] == label)
             if n:
                 parts.append(f"{n} {label}")
+        if self.splits:
+            parts += [counted(self.splits, "split"),
+                      f"{self.leaves_done}/{self.tree_size - self.splits} leaves done"]
         return " · ".join(parts)

@@ -5,6 +5,10 @@ A display shows at most ``DISPLAY_ROWS`` rows of a table, as pandas does
 worker that did not complete, a tool call that failed), so a large run's display stays
 small in the notebook and quick to build (benchmarks/README.md). The whole table is one
 call away: ``run.tables().worker_table()``.
+
+A tree's rows (each child under its parent) are cut the same way, and every row shown
+brings the rows of its ancestors: a child is never shown without the parent it belongs
+under, and a notable row whose ancestors no longer fit is left out with them.
 """
 
 from __future__ import annotations
@@ -20,19 +24,34 @@ _HEAD_ROWS = 20
 _TAIL_ROWS = 5
 
 
-def displayed_rows(count: int, notable: Sequence[int]) -> list[int] | None:
+def displayed_rows(count: int, notable: Sequence[int],
+                   parents: Sequence[int | None] | None = None) -> list[int] | None:
     """Which of ``count`` rows a display shows, in order; None when it shows them all.
 
     Past DISPLAY_ROWS: the first and the last few, then the ``notable`` ones (in order)
-    while there is room.
+    while there is room. ``parents`` (a tree's rows): each row's parent row, None at the
+    top; a row is shown with its ancestors.
     """
     if count <= DISPLAY_ROWS:
         return None
-    keep = set(range(_HEAD_ROWS)) | set(range(count - _TAIL_ROWS, count))
+
+    def line(index: int) -> set[int]:
+        found = {index}
+        parent = None if parents is None else parents[index]
+        while parent is not None:
+            found.add(parent)
+            parent = parents[parent] if parents is not None else None
+        return found
+
+    keep: set[int] = set()
+    for index in [*range(_HEAD_ROWS), *range(count - _TAIL_ROWS, count)]:
+        keep |= line(index)
     for index in notable:
         if len(keep) >= DISPLAY_ROWS:
             break
-        keep.add(index)
+        wanted = line(index) - keep
+        if len(keep) + len(wanted) <= DISPLAY_ROWS:
+            keep |= wanted
     return sorted(keep)
 
 
@@ -65,12 +84,13 @@ class Cut:
 
     @classmethod
     def of(cls, what: str, count: int, notable_verb: str, method: str,
-           notable: Sequence[int]) -> Cut:
-        shown = displayed_rows(count, notable)
+           notable: Sequence[int], parents: Sequence[int | None] | None = None) -> Cut:
+        shown = displayed_rows(count, notable, parents)
+        ancestors = "" if parents is None else ", each with its parents"
         note = None if shown is None else (
             f"{what}: {len(shown)} of {count:,} shown (the first {_HEAD_ROWS}, the last "
-            f"{_TAIL_ROWS} and those that {notable_verb}); run.tables().{method}() has "
-            "them all"
+            f"{_TAIL_ROWS} and those that {notable_verb}{ancestors}); "
+            f"run.tables().{method}() has them all"
         )
         return cls(what, count, shown, note)
 

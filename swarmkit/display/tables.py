@@ -5,6 +5,9 @@
 did) and a tabulate ``text/plain`` that terminal IPython and nbval's text comparison see,
 plus provenance metadata. Everything here is a pure function of the RunRecord, so a replayed
 run renders byte-identical output.
+
+A tree (depth > 1): a row per worker, children under parents (``display.treelayout``),
+dotted ids and a ``depth`` column; a flat run's output is as it always was.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from ..config.automodel import auto_notice, judge_notice
 from ..config.outputschema import schema_fields
 from ..config.wording import counted
 from ..credentials.scrub import one_line
-from ..record.steps import worker_of_step
 from .byrole import ROLE_HEADERS, role_spend
 from .drilldown import judge_details, planner_details, reducer_details, worker_details
 from .failures import Failure, failure_of, failure_statuses
@@ -31,6 +33,7 @@ from .tablefmt import Markup, clipped, format_cost, format_tokens, html_table, r
 from .tablerows import SCORE_HEADERS, TASK_WIDTH, data_cell, score_row, tool_row, worker_row
 from .theme import STYLE, row_class
 from .timeline import timeline_svg
+from .treelayout import flat_tree, indented, parent_positions, tree_note, worker_retries
 from .truncation import (
     CUT_MARK,
     answer_warning,
@@ -85,6 +88,15 @@ class RunTables(Rendered):
         self.run = run
 
     @cached_property
+    def rows(self) -> list[WorkerRecord]:
+        """The workers, one per row: in a tree each is followed by its descendants."""
+        return flat_tree(self.run.workers)
+
+    @cached_property
+    def tree(self) -> bool:  # a worker split: dotted ids and a depth column
+        return len(self.rows) > len(self.run.workers)
+
+    @cached_property
     def fields(self) -> tuple[str, ...]:
         """The output schema's top-level fields (``--schema``): one column each."""
         schema = self.run.config.get("output_schema")
@@ -92,16 +104,21 @@ class RunTables(Rendered):
 
     @property
     def worker_headers(self) -> tuple[str, ...]:
+        if self.tree:
+            return ("worker", "depth", *self.WORKER_HEADERS[1:], *self.fields)
         return (*self.WORKER_HEADERS, *self.fields)
 
     def _worker_cells(self, worker: WorkerRecord) -> tuple[Any, ...]:
-        return (*worker_row(worker, self._worker_retries.get(worker.index, 0),
-                             worker.index in self.cut_workers),
-                *(data_cell(worker.data, name) for name in self.fields))
+        row = worker_row(worker, self._worker_retries.get(worker.id, 0),
+                         worker.id in self.cut_workers)
+        if self.tree:
+            row = (worker.id, worker.depth, *row[1:])
+        return (*row, *(data_cell(worker.data, name) for name in self.fields))
 
     @cached_property
-    def cut_workers(self) -> set[int]:
-        """The workers whose output was cut at max tokens (their status cell says so)."""
+    def cut_workers(self) -> set[str]:
+        """The workers whose output was cut at max tokens (their status cell says so), by
+        dotted id."""
         return cut_workers(self.run.calls)
 
     @cached_property
@@ -110,14 +127,8 @@ class RunTables(Rendered):
         return cut_count(self.run.calls)
 
     @cached_property
-    def _worker_retries(self) -> dict[int, int]:
-        """Each worker's retries, its calls' ``CallRecord.retries`` summed (not attempts -
-        calls, which a call served from the cache, with no attempt, would offset)."""
-        retries: dict[int, int] = {}
-        for call in self.run.calls:
-            if call.retries and (index := worker_of_step(call.step)) is not None:
-                retries[index] = retries.get(index, 0) + call.retries
-        return retries
+    def _worker_retries(self) -> dict[str, int]:
+        return worker_retries(self.run.calls)
 
     @cached_property
     def usage(self) -> Usage:
@@ -126,7 +137,7 @@ class RunTables(Rendered):
 
     def worker_rows(self, shown: Sequence[int] | None = None) -> list[tuple[Any, ...]]:
         """One row per worker; with ``shown``, those workers' rows and a row for each gap."""
-        workers = self.run.workers
+        workers = self.rows
         return rows_with_gaps(len(workers), shown, lambda i: self._worker_cells(workers[i]),
                               len(self.worker_headers))
 
@@ -150,7 +161,7 @@ class RunTables(Rendered):
         return [(r.role, r.calls, r.attempts, r.retries, format_tokens(r.usage.prompt_tokens),
                  format_tokens(r.usage.completion_tokens), format_cost(r.cost_usd),
                  *((r.cut,) if cut else ()), r.model)
-                for r in role_spend(self.run.calls)]
+                for r in role_spend(self.run.calls, by_depth=self.tree)]
 
     def totals(self) -> str:
         """The one-line summary; both the text and the HTML open with it."""
@@ -168,7 +179,7 @@ class RunTables(Rendered):
         cut = f" · {self.cut_calls:,} {CUT_MARK}" if self.cut_calls else ""
         return (
             f"run {run.run_id} · {run.status} · {counted(len(run.workers), 'worker')} "
-            f"({counts or 'none'})"
+            f"({counts or 'none'}){tree_note(self.rows)}"
             f"{_batch_note(run)} · {counted(len(run.calls), 'call')}{cached_note}{cut} · tokens "
             f"{format_tokens(usage.prompt_tokens)} in / {format_tokens(usage.completion_tokens)}"
             f" out · cost {format_cost(usage.cost)} · {run.duration:.2f}s"
@@ -199,12 +210,13 @@ class RunTables(Rendered):
 
     @cached_property
     def _worker_cut(self) -> Cut:
-        workers = self.run.workers
+        workers = self.rows
         cut = self.cut_workers
         verb = f"did not complete or were {CUT_MARK}" if cut else "did not complete"
         return Cut.of("workers", len(workers), verb, "worker_table",
                       [i for i, w in enumerate(workers)
-                       if w.status != "completed" or w.index in cut])
+                       if w.status != "completed" or w.id in cut],
+                      parent_positions(workers) if self.tree else None)
 
     @cached_property
     def _tool_cut(self) -> Cut:
@@ -216,27 +228,27 @@ class RunTables(Rendered):
     def _failures(self) -> dict[int, Failure]:
         """Why each worker the display shows did not complete, by its position."""
         statuses = failure_statuses(self.run.calls)
-        workers = self.run.workers
+        workers = self.rows
         positions = self._worker_cut.shown or range(len(workers))
         found = {}
         for position in positions:
-            failure = failure_of(workers[position], statuses.get(workers[position].index))
+            failure = failure_of(workers[position], statuses.get(workers[position].id))
             if failure is not None:
                 found[position] = failure
         return found
 
     def failure_lines(self) -> list[str]:
         """One line per shown worker that did not complete: status, error and hint."""
-        return [one_line(f"worker {f.index} · {f.label}" + (f": {f.line}" if f.line else ""),
+        return [one_line(f"worker {f.worker} · {f.label}" + (f": {f.line}" if f.line else ""),
                      _FAILURE_WIDTH) for f in self._failures.values()]
 
     def cut_lines(self) -> list[str]:
         """One line per shown worker whose output was cut, with the option to raise."""
-        workers = self.run.workers
+        workers = self.rows
         positions = self._worker_cut.shown or range(len(workers))
         note = cut_note("worker", max_tokens_of(self.run.config, "worker"))
-        return [f"worker {workers[p].index} · {note}" for p in positions
-                if workers[p].index in self.cut_workers]
+        return [f"worker {workers[p].id} · {note}" for p in positions
+                if workers[p].id in self.cut_workers]
 
     def text(self) -> str:
         """Totals, spend by role, tables (long ones cut), failures and the answer."""
@@ -309,7 +321,8 @@ class RunTables(Rendered):
             parts.append(planned)
         if run.workers:
             cut = self._worker_cut
-            parts += [f"<p><b>{html.escape(cut.title)}</b></p>", self._worker_html()]
+            under = " · each child under its parent" if self.tree else ""
+            parts += [f"<p><b>{html.escape(cut.title)}{under}</b></p>", self._worker_html()]
         drill = [d for d in (planner_details(run), reducer_details(run), judge_details(run))
                  if d]
         if drill:
@@ -327,38 +340,43 @@ class RunTables(Rendered):
 
     def _worker_html(self) -> str:
         """The worker table: a reason on each row that did not complete, and each task
-        cell a ``<details>`` that opens on what the worker did."""
+        cell a ``<details>`` that opens on what the worker did (in a tree, a child's task
+        indented under its parent's, a parent's opening on its split and children)."""
         run = self.run
-        workers = run.workers
+        workers = self.rows
         shown = self._worker_cut.shown
-        wanted = {workers[p].index for p in (shown or range(len(workers)))}
-        tools: dict[int, list[ToolCallRecord]] = {}
+        wanted = {workers[p].id for p in (shown or range(len(workers)))}
+        tools: dict[str, list[ToolCallRecord]] = {}
         for call in run.tool_calls:
-            if call.worker in wanted:
-                tools.setdefault(call.worker, []).append(call)
+            if (worker_id := call.worker_id) in wanted:
+                tools.setdefault(worker_id, []).append(call)
+        by_id = {worker.id: worker for worker in workers} if self.tree else {}
         failures = self._failures
         cut = self.cut_workers
         note = cut_note("worker", max_tokens_of(run.config, "worker"))
+        k = 2 if self.tree else 1  # the columns before the status: worker (and depth)
 
         def row(position: int) -> tuple[Any, ...]:
             worker = workers[position]
             failure = failures.get(position)
             cells = self._worker_cells(worker)
             summary = one_line(worker.task, TASK_WIDTH)
-            task = Markup(worker_details(run, worker, tools.get(worker.index, []), failure,
-                                         summary, note if worker.index in cut else None),
-                          summary)
+            parent = by_id.get(worker.parent) if worker.parent is not None else None
+            task = indented(worker.depth, Markup(worker_details(
+                run, worker, tools.get(worker.id, []), failure, summary,
+                note if worker.id in cut else None, parent), summary))
             why = clipped(failure.line, _WHY_WIDTH) if failure is not None else ""
-            return (cells[0], cells[2], task, why, *cells[3:])
+            return (*cells[:k], cells[k + 1], task, why, *cells[k + 2:])
 
-        rows = [(r[0], "", r[1], *r[3:]) if r[0] == "…" else r  # "(n more)" under task
-                for r in rows_with_gaps(len(workers), shown, row,
-                                        len(self.HTML_WORKER_HEADERS) + len(self.fields))]
-        classes = [row_class(str(r[1])) if r[0] != "…" else "sk-gap" for r in rows]
-        headers = (*self.HTML_WORKER_HEADERS, *self.fields)
+        width = len(self.HTML_WORKER_HEADERS) + k - 1 + len(self.fields)
+        rows = [(r[0], *("",) * k, r[1], *r[k + 2:]) if r[0] == "…" else r  # "(n more)"
+                for r in rows_with_gaps(len(workers), shown, row, width)]
+        classes = [row_class(str(r[k])) if r[0] != "…" else "sk-gap" for r in rows]
+        headers = (*self.HTML_WORKER_HEADERS[:1], *(("depth",) if self.tree else ()),
+                   *self.HTML_WORKER_HEADERS[1:], *self.fields)
         if not failures:  # an empty "why" column would only take width from the task
-            rows = [(*r[:3], *r[4:]) for r in rows]
-            headers = (*headers[:3], *headers[4:])
+            rows = [(*r[:k + 2], *r[k + 3:]) for r in rows]
+            headers = (*headers[:k + 2], *headers[k + 3:])
         return html_table(rows, headers, classes, css="sk-workers",
                           tall=len(rows) > _SCROLL_ROWS)
 

@@ -11,6 +11,12 @@ dashed outline); orange ticks are retried attempts (``run.retries``); blue marks
 bar are tool calls. A worker that never started keeps its lane (so lanes match the
 worker table) but has no bar, and its label is dimmed.
 
+A tree (a worker split): each worker's lane is followed by its children's (``2``,
+``2.1``, ``2.1.3``, ``2.2``: the worker table's order), their labels indented by depth;
+a split's reducer call (``reducer-of-2``) is drawn on its parent's lane, between the
+parent's split call and its own answer. A tree with more workers than ``MAX_LANES`` gets
+a lane per top-level worker and its whole tree (``worker-3 +20``) when those fit.
+
 Colours follow the notebook's theme: text, axis and grid are ``currentColor`` (the
 output's own text colour, light or dark); outcome colours are theme variables through
 CSS classes (``swarmkit.display.theme.STYLE``), with mid-tone ``fill`` attributes as the fallback
@@ -27,8 +33,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..config.wording import counted
-from ..record.steps import reducer_part_of_step, worker_of_step
+from ..record.steps import reducer_part_of_step
 from .theme import COLOURS as _THEME
+from .treelayout import owner_of_step, tree_key
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord
@@ -88,8 +95,9 @@ class _Lanes:
 
     def __init__(self, run: RunRecord) -> None:
         steps = {c.step for c in run.calls} | {r.step for r in run.retries}
-        worker_of = {s: worker_of_step(s) for s in steps}  # each step parsed once
-        workers = {w.index for w in run.workers} | {t.worker for t in run.tool_calls}
+        worker_of = {s: owner_of_step(s) for s in steps}  # each step parsed once
+        workers = {w.id for top in run.workers for w in top.walk()}
+        workers |= {t.worker_id for t in run.tool_calls}
         workers |= {i for i in worker_of.values() if i is not None}
         parts = sorted((part, s) for s in steps
                        if (part := reducer_part_of_step(s)) is not None)
@@ -99,38 +107,60 @@ class _Lanes:
         part_lanes = _part_lanes(parts)
         tail = ([label for label, _ in part_lanes] + (["reducer"] if "reducer" in steps else [])
                 + others)
-        ordered = sorted(workers)
+        ordered = sorted(workers, key=tree_key)
         room = max(1, MAX_LANES - len(head) - len(tail))
         self.group = max(1, math.ceil(len(ordered) / room))
         self.workers = len(ordered)
+        self.tree = any("." in worker for worker in ordered)
+        self.note = f"{self.workers} workers in lanes of {self.group}" if self.group > 1 else ""
+        chunks = [ordered[start:start + self.group]
+                  for start in range(0, len(ordered), self.group)]
+        subtrees = _subtree_chunks(ordered, room) if self.tree and self.group > 1 else None
+        if subtrees is not None:
+            chunks = subtrees
+            self.note = f"{self.workers} workers: a lane per top-level worker and its tree"
         self.labels: list[str] = list(head)
+        self.depth: list[int] = [1] * len(head)  # each lane's depth: its label's indent
         self.row: dict[str, int] = {step: n for n, step in enumerate(head)}
-        self.worker_row: dict[int, int] = {}
-        for start in range(0, len(ordered), self.group):
-            chunk = ordered[start:start + self.group]
+        self.worker_row: dict[str, int] = {}
+        for chunk in chunks:
             for index in chunk:
                 self.worker_row[index] = len(self.labels)
             label = f"worker-{chunk[0]}"
             if len(chunk) > 1:
                 label = f"w{chunk[0]}–{chunk[-1]}"
+            if len(chunk) > 1 and subtrees is not None:
+                label = f"worker-{chunk[0]} +{len(chunk) - 1}"
             self.labels.append(label)
+            self.depth.append(chunk[0].count(".") + 1)
         lane_steps = dict(part_lanes)
         for label in tail:
             for step in lane_steps.get(label, (label,)):
                 self.row[step] = len(self.labels)
             self.labels.append(label)
+            self.depth.append(1)
         # Every step's lane, worked out once: the bars look one up per call.
         self._lane = {step: self.worker_row[index] if index is not None else self.row[step]
                       for step, index in worker_of.items()}
         # lanes with a mark of their own: a lane without one draws no bar
         self.busy = set(self._lane.values())
-        self.busy |= {self.worker_row[t.worker] for t in run.tool_calls}
+        self.busy |= {self.worker_row[t.worker_id] for t in run.tool_calls}
 
     def of_step(self, step: str) -> int:
         return self._lane[step]
 
     def __len__(self) -> int:
         return len(self.labels)
+
+
+def _subtree_chunks(ordered: list[str], room: int) -> list[list[str]] | None:
+    """A tree too big for a lane each: one lane per top-level worker and its
+    descendants (its calls, its children's and their splits'), when those fit; None
+    when even they do not (then consecutive lanes are grouped, as for a flat run)."""
+    subtrees: dict[str, list[str]] = {}
+    for worker in ordered:
+        subtrees.setdefault(worker.partition(".")[0], []).append(worker)
+    return list(subtrees.values()) if len(subtrees) <= room else None
 
 
 def _part_lanes(parts: list[tuple[tuple[int, int], str]]) -> list[tuple[str, list[str]]]:
@@ -240,9 +270,7 @@ def timeline_svg(run: RunRecord) -> str:
     def tip_of(text: str) -> str:
         return f"<title>{_esc(text)}</title>" if with_tips else ""
 
-    note = ""
-    if lanes.group > 1:
-        note = f"{lanes.workers} workers in lanes of {lanes.group}"
+    note = lanes.note
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11" '
@@ -266,13 +294,19 @@ def timeline_svg(run: RunRecord) -> str:
     # lane labels; on thin lanes only every k-th one, so the text does not overlap
     every = 1 if lane_h >= _LABEL_MIN_PX else math.ceil(_LABEL_MIN_PX / lane_h)
     font = min(11, max(8, lane_h - 3))
-    idle = {lanes.worker_row[w.index] for w in run.workers
-            if w.started is None and w.index in lanes.worker_row} - lanes.busy
+    idle = {lanes.worker_row[w.id] for top in run.workers for w in top.walk()
+            if w.started is None and w.id in lanes.worker_row} - lanes.busy
     for row, label in enumerate(lanes.labels):
         if row % every:
             continue
         y = y_of(row) + lane_h / 2 + font / 2 - 1
         dim = ' fill-opacity="0.6"' if row in idle else ""
+        if lanes.tree:  # left-aligned, a child's label indented under its parent's
+            depth = lanes.depth[row]
+            text = label if depth == 1 else "↳" + label.removeprefix("worker-")
+            out.append(f'<text x="{_px(4 + 8 * (depth - 1))}" y="{_px(y)}" '
+                       f'font-size="{font}"{dim}>{_esc(text)}</text>')
+            continue
         out.append(f'<text x="{_LABEL_W - 6}" y="{_px(y)}" text-anchor="end" '
                    f'font-size="{font}"{dim}>{_esc(label)}</text>')
 
@@ -300,10 +334,10 @@ def timeline_svg(run: RunRecord) -> str:
         y = y_of(lanes.of_step(call.step)) + bar_pad
         out.append(bar(call.started, call.latency, y, lane_h - 2 * bar_pad, outcome, tip))
     for tool in run.tool_calls:
-        tip = f"worker-{tool.worker} · {tool.tool} · {_seconds(tool.duration)}"
+        tip = f"worker-{tool.worker_id} · {tool.tool} · {_seconds(tool.duration)}"
         if tool.error:
             tip += f" · {tool.error}"
-        y = y_of(lanes.worker_row[tool.worker]) + lane_h * 0.62
+        y = y_of(lanes.worker_row[tool.worker_id]) + lane_h * 0.62
         out.append(bar(tool.started, tool.duration, y, max(1.0, lane_h * 0.3), "tool", tip))
     for retry in run.retries:
         top = y_of(lanes.of_step(retry.step))

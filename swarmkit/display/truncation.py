@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..record.steps import reducer_part_of_step, worker_of_step
+from ..record.steps import reducer_part_of_step, worker_id_of_step
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord
@@ -43,13 +43,14 @@ def cut_line(calls: Iterable[CallRecord]) -> str | None:
     return f"calls {CUT_MARK}: {listed}" + (f" and {more:,} more" if more > 0 else "")
 
 
-def cut_workers(calls: Iterable[CallRecord]) -> set[int]:
-    """The workers whose output was cut: their last answered call (``calls`` in start
-    order, as ``RunRecord.calls`` are) stopped at its max tokens. A cut call that a later
-    one replaced (a typed worker's repair, a tool loop's next turn) does not count."""
-    last: dict[int, bool] = {}
+def cut_workers(calls: Iterable[CallRecord]) -> set[str]:
+    """The workers whose output was cut, by dotted id (``"7"``, ``"2.1"``): their last
+    answered call (``calls`` in start order, as ``RunRecord.calls`` are) stopped at its
+    max tokens. A cut call that a later one replaced (a typed worker's repair, a tool
+    loop's next turn) does not count."""
+    last: dict[str, bool] = {}
     for call in calls:
-        index = worker_of_step(call.step)
+        index = worker_id_of_step(call.step)
         if index is not None and call.error is None:
             last[index] = call.cut
     return {index for index, cut in last.items() if cut}

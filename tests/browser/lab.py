@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,8 @@ class Script:
         if reply is None:
             reply = default_reply(request, plan_tasks=self.plan_tasks)
         for glob, seconds in self.latency.items():
-            if fnmatch.fnmatchcase(request.step, glob):
-                return FakeReply(content=reply.content, latency=seconds)
+            if fnmatch.fnmatchcase(request.step, glob):  # a tool call (a split) kept
+                return replace(reply, latency=seconds)
         return reply
 
 

@@ -206,7 +206,7 @@ def test_a_long_run_displays_its_cut_workers_among_the_rows_it_shows() -> None:
     run.calls = [replace(c, finish_reason="length") if c.step == "worker-100" else c
                  for c in run.calls]
     tables = run.tables()
-    assert tables.cut_workers == {100}
+    assert tables.cut_workers == {"100"}
     shown = tables.worker_table(shown=tables._worker_cut.shown)
     assert "completed · cut at max tokens" in shown
     assert "those that did not complete or were cut at max tokens" in tables.text()
