@@ -59,6 +59,7 @@ from extras import machine_line  # noqa: E402
 import swarmkit  # noqa: E402
 import swarmkit.api  # noqa: E402  (the modules a run uses, imported before the clock)
 import swarmkit.provider  # noqa: E402
+from swarmkit.config.prompts import LOCAL_SYSTEM_PROMPT  # noqa: E402
 from swarmkit.config.swarmconfig import LOCAL_MODEL, SwarmConfig  # noqa: E402
 from swarmkit.engine.budgetedcalls import build_request  # noqa: E402
 from swarmkit.engine.worker import worker_messages  # noqa: E402
@@ -125,16 +126,23 @@ def run_options(max_tokens: int) -> dict[str, Any]:
             "temperature": 0, "max_tokens": max_tokens}
 
 
+def sent_config(max_tokens: int) -> SwarmConfig:
+    """The config whose worker requests the swarm sends: the embedded model's workers get
+    its small-model prompt in place of the default (``swarmkit.api.resolve_models``)."""
+    return SwarmConfig.from_options(**run_options(max_tokens),
+                                    system_prompt=LOCAL_SYSTEM_PROMPT)
+
+
 def request_bodies(max_tokens: int) -> list[dict[str, Any]]:
     """The 8 worker request bodies swarmkit sends for :func:`run_options`."""
-    config = SwarmConfig.from_options(**run_options(max_tokens))
+    config = sent_config(max_tokens)
     return [build_request(config, "worker", worker_messages(
         config.system_prompt, TASK, index, subtask, len(TASKS), config.output_schema)).body()
         for index, subtask in enumerate(TASKS, start=1)]
 
 
 def fingerprints(max_tokens: int) -> set[str]:
-    config = SwarmConfig.from_options(**run_options(max_tokens))
+    config = sent_config(max_tokens)
     return {build_request(config, "worker", worker_messages(
         config.system_prompt, TASK, index, subtask, len(TASKS), config.output_schema)
     ).fingerprint() for index, subtask in enumerate(TASKS, start=1)}
