@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from ..record.steps import split_owner_of_step
 from ..record.usage import Usage
-from .treelayout import CHILD_STEP_PREFIX
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord
@@ -56,7 +56,7 @@ _SPLIT_REDUCERS = "reducer (splits)"
 def _label(call: CallRecord, by_depth: bool) -> str:
     if by_depth and call.role == "worker" and call.step.startswith("worker-"):
         return f"workers · depth {call.step.count('.') + 1}"
-    if by_depth and call.step.startswith(CHILD_STEP_PREFIX):
+    if by_depth and split_owner_of_step(call.step) is not None:
         return _SPLIT_REDUCERS
     return _LABELS.get(call.role, call.role)
 

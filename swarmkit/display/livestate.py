@@ -46,10 +46,9 @@ from ..record.events import (
     WorkerStarted,
 )
 from ..record.rows import ScoreRecord, ToolCallRecord, WorkerRecord
-from ..record.steps import reducer_part_of_step
+from ..record.steps import owner_of_step, reducer_part_of_step
 from ..record.usage import Usage
 from .drilldown import ChildAnswer
-from .treelayout import owner_of_step
 from .truncation import max_tokens_of
 from .workerlive import Spent, WorkerLive
 

@@ -33,9 +33,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..config.wording import counted
-from ..record.steps import reducer_part_of_step
+from ..record.steps import owner_of_step, reducer_part_of_step
 from .theme import COLOURS as _THEME
-from .treelayout import owner_of_step, tree_key
+from .treelayout import tree_key
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord

@@ -13,16 +13,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..config.wording import counted
-from ..record.steps import worker_id_of_step
+from ..record.steps import owner_of_step
 from .tablefmt import Markup
 
 if TYPE_CHECKING:
     from ..record.rows import CallRecord, WorkerRecord
 
-__all__ = ["CHILD_STEP_PREFIX", "ancestors", "flat_tree", "indented", "owner_of_step",
-           "parent_positions", "tree_key", "tree_note", "worker_retries"]
+__all__ = ["ancestors", "flat_tree", "indented", "parent_positions", "tree_key", "tree_note",
+           "worker_retries"]
 
-CHILD_STEP_PREFIX = "reducer-of-"
 _INDENT_EM = 1.2  # a level of the tree, in the task column
 
 
@@ -38,18 +37,6 @@ def ancestors(worker_id: str) -> list[str]:
         worker_id = worker_id.rpartition(".")[0]
         found.append(worker_id)
     return found
-
-
-def owner_of_step(step: str) -> str | None:
-    """The dotted id of the worker a call of ``step`` belongs to: ``worker-2.1`` ->
-    ``2.1``, a split's reducer ``reducer-of-2`` -> ``2``; None for the planner, the
-    final reducer and its parts, the judge."""
-    worker_id = worker_id_of_step(step)
-    if worker_id is None and step.startswith(CHILD_STEP_PREFIX):
-        rest = step[len(CHILD_STEP_PREFIX):]
-        if rest and all(part.isdigit() for part in rest.split(".")):
-            return rest
-    return worker_id
 
 
 def flat_tree(workers: Sequence[WorkerRecord]) -> list[WorkerRecord]:

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 __all__ = [
     "child_reducer_step",
+    "owner_of_step",
     "reducer_part_of_step",
+    "split_owner_of_step",
     "worker_id_of_step",
     "worker_of_step",
     "worker_step",
 ]
+
+_CHILD_REDUCER = "reducer-of-"
 
 
 def worker_of_step(step: str) -> int | None:
@@ -44,7 +48,24 @@ def child_reducer_step(worker_id: str) -> str:
     """The step id of the reducer that merges worker ``worker_id``'s child swarm:
     ``reducer-of-2``, ``reducer-of-2.1``. Its role is ``reducer``; it is no
     ``reducer_part_of_step`` (a tree reduction's ``reducer-<level>.<i>``)."""
-    return f"reducer-of-{worker_id}"
+    return f"{_CHILD_REDUCER}{worker_id}"
+
+
+def split_owner_of_step(step: str) -> str | None:
+    """The dotted id of the worker whose child swarm a ``reducer-of-<id>`` step merges;
+    None for any other step. ``child_reducer_step``'s inverse."""
+    if not step.startswith(_CHILD_REDUCER):
+        return None
+    rest = step[len(_CHILD_REDUCER):]
+    return rest if rest and all(part.isdigit() for part in rest.split(".")) else None
+
+
+def owner_of_step(step: str) -> str | None:
+    """The dotted id of the worker a call of ``step`` belongs to: ``worker-2.1`` ->
+    ``2.1``, a split's reducer ``reducer-of-2`` -> ``2``; None for the planner, the
+    final reducer and its parts, the judge."""
+    worker_id = worker_id_of_step(step)
+    return split_owner_of_step(step) if worker_id is None else worker_id
 
 
 def reducer_part_of_step(step: str) -> tuple[int, int] | None:

@@ -43,7 +43,12 @@ from ..record.events import (
     WorkerStarted,
 )
 from ..record.rows import ToolCallRecord, WorkerRecord
-from ..record.steps import child_reducer_step, worker_id_of_step, worker_step
+from ..record.steps import (
+    child_reducer_step,
+    split_owner_of_step,
+    worker_id_of_step,
+    worker_step,
+)
 from ..record.usage import Usage
 from .attributes import (
     OP_AGENT,
@@ -98,8 +103,9 @@ class _Step:
 def _parent_step(name: str) -> str | None:
     """The step whose span a step's nests under, in a tree: ``worker-2`` for
     ``worker-2.1`` and for ``reducer-of-2``; None for a step of the run itself."""
-    if name.startswith("reducer-of-"):
-        return worker_step(name.removeprefix("reducer-of-"))
+    owner = split_owner_of_step(name)
+    if owner is not None:
+        return worker_step(owner)
     worker = worker_id_of_step(name)
     if worker is None or "." not in worker:
         return None
