@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ..record.rows import ToolCallRecord, WorkerRecord
+from ..record.steps import worker_depth, worker_id
 from ..record.usage import Usage
 
 __all__ = ["Spent", "WorkerLive"]
@@ -66,11 +67,11 @@ class WorkerLive(Spent):
     @property
     def id(self) -> str:
         """The dotted worker id: ``"2"``, ``"2.1"``."""
-        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+        return worker_id(self.parent, self.index)
 
     @property
     def depth(self) -> int:
-        return 1 if self.parent is None else self.parent.count(".") + 2
+        return worker_depth(self.parent)
 
     @property
     def attempts(self) -> int:

@@ -32,7 +32,7 @@ from ..config.swarmconfig import SwarmConfig
 from ..errors import BudgetExceeded, ProviderError, ReplayMiss
 from ..record.events import WorkerSplit
 from ..record.rows import WorkerRecord
-from ..record.steps import child_reducer_step
+from ..record.steps import child_reducer_step, worker_id
 from .context import StepContext
 from .reducer import reducer_request, reducer_text, reserve_reducer
 from .reducerinput import input_limit
@@ -94,7 +94,7 @@ class ChildSwarms:
         parent = worker.id
         left = None if room is None else shares(room - len(tasks), len(tasks))
         for index in range(1, len(tasks) + 1):
-            self.room[f"{parent}.{index}"] = None if left is None else left[index - 1]
+            self.room[worker_id(parent, index)] = None if left is None else left[index - 1]
         self.context.emit(WorkerSplit(parent, tasks, len(subtasks), self.context.now(),
                                       cut_by))
         records = worker.tally.children

@@ -20,7 +20,7 @@ from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..record.events import Event, WorkerFinished, WorkerStarted
 from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import CallRecord, WorkerRecord, WorkerStatus
-from ..record.steps import worker_step
+from ..record.steps import worker_depth, worker_id, worker_step
 from ..record.usage import Usage
 from .context import StepContext
 from .scaffold import without_scaffold
@@ -73,16 +73,11 @@ class WorkerTally:
             calls=len(self.calls),
             tool_calls=self.tool_calls,
             cached_calls=sum(1 for c in self.calls if c.source == "cache"),
-            depth=depth_of(parent),
+            depth=worker_depth(parent),
             parent=parent,
             children=tuple(self.children[i] for i in sorted(self.children)),
             **extra,
         )
-
-
-def depth_of(parent: str | None) -> int:
-    """The depth of a worker whose parent's dotted id is ``parent`` (1: no parent)."""
-    return 1 if parent is None else parent.count(".") + 2
 
 
 class WorkerSlot:
@@ -148,11 +143,11 @@ class WorkerContext:
     @property
     def id(self) -> str:
         """The dotted worker id: ``"2"``, ``"2.1"``."""
-        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+        return worker_id(self.parent, self.index)
 
     @property
     def depth(self) -> int:
-        return depth_of(self.parent)
+        return worker_depth(self.parent)
 
     @property
     def offers_split(self) -> bool:
@@ -240,10 +235,9 @@ async def run_worker(
     In a tree, ``parent`` is its parent's dotted id (``task`` is then the parent's
     sub-task) and ``splitter`` runs its split, offered only above the run's depth."""
     tally = WorkerTally()
-    worker_id = str(index) if parent is None else f"{parent}.{index}"
-    step = worker_step(worker_id)
+    step = worker_step(worker_id(parent, index))
     data: Any = None
-    if depth_of(parent) >= context.config.depth:
+    if worker_depth(parent) >= context.config.depth:
         splitter = None
 
     def finish(status: WorkerStatus, **extra: Any) -> None:
@@ -291,7 +285,7 @@ async def run_worker(
         # An MCP server's message is text from outside, like a server's error body.
         finish("failed", reason=getattr(exc, "reason", "tools"), error=scrub(str(exc)))
     except Exception as exc:  # a bug: it fails this worker, not its siblings or the run
-        log.exception("swarmkit: worker %s raised unexpectedly", worker_id)
+        log.exception("swarmkit: worker %s raised unexpectedly", worker_id(parent, index))
         finish("failed", reason="error", error=unexpected(exc))
     except asyncio.CancelledError:
         finish("cancelled", reason=_cancel_reason(context))

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from .review import PlanReview
 from .rows import BatchRecord, CallRecord, ScoreRecord, ToolCallRecord, WorkerRecord
+from .steps import worker_id as dotted_id
 
 __all__ = [
     "BatchSubmitted",
@@ -142,7 +143,7 @@ class WorkerStarted:
     @property
     def worker_id(self) -> str:
         """The dotted id of the worker (``"2"``, ``"2.1"``)."""
-        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+        return dotted_id(self.parent, self.index)
 
 
 @dataclass(frozen=True, slots=True)

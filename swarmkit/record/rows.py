@@ -19,7 +19,7 @@ from .fileshapes import (
     WorkerId,
 )
 from .modelcall import CallSource
-from .steps import worker_step
+from .steps import worker_id, worker_step
 from .usage import Usage
 
 __all__ = [
@@ -336,7 +336,7 @@ class WorkerRecord:
     @property
     def id(self) -> str:
         """The dotted worker id: ``"2"`` at the top level, ``"2.1"``, ``"2.1.3"`` below."""
-        return str(self.index) if self.parent is None else f"{self.parent}.{self.index}"
+        return worker_id(self.parent, self.index)
 
     @property
     def step(self) -> str:

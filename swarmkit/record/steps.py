@@ -15,12 +15,25 @@ __all__ = [
     "owner_of_step",
     "reducer_part_of_step",
     "split_owner_of_step",
+    "worker_depth",
+    "worker_id",
     "worker_id_of_step",
     "worker_of_step",
     "worker_step",
 ]
 
 _CHILD_REDUCER = "reducer-of-"
+
+
+def worker_id(parent: str | None, index: int) -> str:
+    """The dotted id of worker ``index`` (its place among its siblings, from 1) under the
+    worker ``parent`` (None at the top level): ``"2"``, ``"2.1"``, ``"2.1.3"``."""
+    return str(index) if parent is None else f"{parent}.{index}"
+
+
+def worker_depth(parent: str | None) -> int:
+    """The depth of a worker whose parent's dotted id is ``parent`` (1: no parent)."""
+    return 1 if parent is None else parent.count(".") + 2
 
 
 def worker_of_step(step: str) -> int | None:
