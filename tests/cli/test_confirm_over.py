@@ -23,6 +23,7 @@ from tests.cli.test_cli import ROOT, child_env, common, swarmkit_cli
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a pty needs POSIX")
 
 _LIMIT = 60.0  # seconds a pty conversation may take before the test gives up
+_NAP = 0.02  # seconds between looks at the terminal
 
 
 def _history(tmp_path: Path) -> list[str]:
@@ -34,14 +35,24 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray) -> None:
     while wanted not in seen:
         left = deadline - time.monotonic()
         assert left > 0, f"never saw {wanted!r}; the terminal showed:\n{seen.decode()}"
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
+        if _readable(fd):
             try:
                 chunk = os.read(fd, 4096)
             except OSError:  # the child closed the terminal
                 chunk = b""
             assert chunk, f"the terminal closed before {wanted!r}:\n{seen.decode()}"
             seen += chunk
+
+
+def _readable(fd: int) -> bool:
+    """Whether the pty's master has output, after a short nap. Never a blocking select:
+    Linux's last close of the slave (the child's exit) waits while anybody sleeps on the
+    master, doubling its wait each time it finds a sleeper, so a reader always back in
+    select() kept a loaded machine's child from exiting for over two minutes."""
+    ready, _, _ = select.select([fd], [], [], 0)
+    if not ready:
+        time.sleep(_NAP)
+    return bool(ready)
 
 
 def _in_a_terminal(args: list[str], answers: list[tuple[bytes, bytes | int]],
@@ -66,8 +77,7 @@ def _in_a_terminal(args: list[str], answers: list[tuple[bytes, bytes | int]],
                 os.write(master, typed)
         deadline = time.monotonic() + _LIMIT
         while child.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
+            if _readable(master):
                 try:
                     seen += os.read(master, 4096)
                 except OSError:
