@@ -108,9 +108,14 @@ async def build_worker_loop(
 def tree_loop(loop: ToolLoop | None, depth: int) -> ToolLoop | None:
     """The worker loop of a run of ``depth``: ``loop``, or, at depth > 1 and without
     tools, a loop of none (it offers ``split_task`` above the depth, and a leaf's one
-    request is a plain worker's). At depth 1 nothing changes."""
+    request is a plain worker's). At depth 1 nothing changes. A tool of the user's named
+    ``split_task`` is refused above depth 1: the model could not tell the two apart."""
     if loop is None and depth > 1:
         return ToolLoop(())
+    if loop is not None and depth > 1 and SPLIT_TOOL in loop.tools:
+        raise ConfigError(f"a tool is named {SPLIT_TOOL!r}, the name of swarmkit's own tool "
+                          f"at depth > 1; rename yours with @tool(name=...), or give "
+                          f"depth=1")
     return loop
 
 

@@ -273,3 +273,17 @@ def test_the_tree_shares_the_runs_rate_limit() -> None:
     assert run.status == "completed" and len(list(run.walk())) == 6
     # Every call of the tree, children and their merges included, paced by one limiter.
     assert server.rejected_429 == 0 and not run.retries
+
+
+def test_a_users_tool_named_split_task_is_refused_above_depth_one() -> None:
+    @swarmkit.tool(name=SPLIT_TOOL)
+    def mine(text: str) -> str:
+        """Split the text into words."""
+        return " ".join(text.split())
+
+    with FakeServer(plan_tasks=2) as server:
+        with pytest.raises(swarmkit.ConfigError, match=r"rename yours with @tool\(name=") as err:
+            tree_run(server, depth=2, tools=[mine])
+        assert "\n" not in str(err.value) and server.requests == []
+        flat = tree_run(server, depth=1, tools=[mine])  # at depth 1 the name is free
+    assert flat.status == "completed"
