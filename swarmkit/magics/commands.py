@@ -84,7 +84,8 @@ COMMANDS: dict[str, Command] = {
     "show": Command("show RUN", "show a past run's tables (a run id prefix is enough)",
                     "swarmkit.magics.history:show_command"),
     "rerun": Command("rerun RUN --worker K [--out NAME]",
-                     "re-run worker K of a past run and its reducer; the rest is cached",
+                     "re-run worker K (in a tree, a dotted id: 2.1) of a past run and "
+                     "what merges it; the rest is cached",
                      "swarmkit.magics.history:rerun_command"),
     "resume": Command("resume [RUN] [--out NAME]",
                       "continue a run that did not finish (default: the last one); "

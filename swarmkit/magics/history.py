@@ -85,7 +85,7 @@ def rerun_command(magics: Session, argv: list[str]) -> None:
     """
     parser = _Parser(prog="%swarm rerun", add_help=False, allow_abbrev=False)
     parser.add_argument("run")
-    parser.add_argument("--worker", type=int, required=True)
+    parser.add_argument("--worker", required=True)  # an index, or a dotted id: 2.1
     parser.add_argument("--out")
     parser.add_argument("--base-url")
     parser.add_argument("--api-key-env")

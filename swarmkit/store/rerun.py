@@ -21,31 +21,38 @@ from ..config.urls import origin, redact_url
 from ..credentials.endpoints import OPENAI_BASE_URL, used_endpoint, used_key_envs
 from ..errors import StoreError
 from ..record.runrecord import RunRecord
+from ..record.steps import worker_step
 
 __all__ = ["rerun_config", "rerun_endpoints", "stored_config"]
 
 
 def rerun_config(
     run: RunRecord,
-    worker: int,
+    worker: int | str,
     *,
     base_url: str | None = None,
     api_key_env: str | None = None,
     trusted: SwarmConfig | None = None,
 ) -> SwarmConfig:
-    """The config that re-runs worker ``worker`` (1-based) of ``run`` and its reducer.
+    """The config that re-runs worker ``worker`` of ``run`` (its 1-based index, or in a
+    tree a child's dotted id such as ``"2.1"``) and what merges it: in a tree, the child
+    swarm's reducer and the parents' answers above it miss the cache by themselves, as
+    their inputs change; the rest is served from it.
 
     The endpoints are checked as :func:`stored_config` says.
     """
     if not run.plan:
         raise StoreError(f"run {run.run_id} has no plan, so no worker to re-run; run it again")
-    if not 1 <= worker <= len(run.plan):
+    wanted = str(worker).strip()
+    if wanted not in {record.id for record in run.walk()}:
+        children = next((r.id for r in run.walk() if r.parent is not None), None)
+        dotted = f", or a child's dotted id such as {children}" if children else ""
         raise StoreError(
-            f"run {run.run_id} has workers 1 to {len(run.plan)}; pick one of those, "
-            f"not {worker}"
+            f"run {run.run_id} has workers 1 to {len(run.plan)}{dotted}; pick one of those, "
+            f"not {wanted or repr(wanted)}"
         )
     config = stored_config(run, base_url=base_url, api_key_env=api_key_env, trusted=trusted)
-    return replace(config, cache=True, refresh=(f"worker-{worker}",))
+    return replace(config, cache=True, refresh=(worker_step(wanted),))
 
 
 def stored_config(

@@ -5,6 +5,7 @@ missing leaves asked again (the cache serves the rest, counted at the FakeServer
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,9 @@ import pytest
 import swarmkit
 from swarmkit.api.entry import create_engine
 from swarmkit.api.result import Run
+from swarmkit.errors import StoreError
 from swarmkit.record.events import Event, WorkerFinished
+from swarmkit.store import History, rerun_config
 from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems, split_reply
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
@@ -126,3 +129,41 @@ def test_stop_and_merge_on_a_tree_merges_what_finished_and_keeps_the_leaves(
     assert sum(c.status == "completed" for c in two.children) >= 2
     assert {c.status_label for c in two.children} <= {"completed", "cancelled (stopped)"}
     assert 2 not in run.reduced and 1 in run.reduced
+
+
+def test_rerunning_a_child_asks_it_and_what_merges_it_and_nothing_else(
+        tmp_path: Path) -> None:
+    history = tmp_path / "h.db"
+    drafts = itertools.count(1)
+
+    def tree(request: FakeRequest) -> FakeReply | None:
+        """Leaf 2.3 answers anew each time it is asked; what merges it carries it up."""
+        said = str(request.messages[-1].get("content"))
+        if request.step == "worker-2.3":
+            return FakeReply(content=f"draft {next(drafts)} of database 3")
+        if request.step == "reducer-of-2":
+            return FakeReply(content="merged " + ("draft 1" if "draft 1" in
+                                                   str(request.messages) else "draft 2"))
+        if request.step == "worker-2" and len(request.messages) > 2:
+            return FakeReply(content=f"worker 2 from {said}")
+        return slow_tree(request)
+
+    with FakeServer(tree, plan_tasks=3) as server:
+        first = swarmkit.run_sync(TASK, cache=True, **options(server, history))
+        server.clear()
+        with History(history) as stored:
+            past = stored.load_run(first.run_id)
+        with pytest.raises(StoreError, match=r"workers 1 to 3, or a child's dotted id such "
+                                             r"as 2\.1; pick one of those, not 2\.9"):
+            rerun_config(past, "2.9")
+        config = rerun_config(past, "2.3")
+        again = swarmkit.run_sync(past.task, config=config)
+        asked = server.counts_by_step()
+    # The child, its swarm's reducer, its parent's answer after the split, the top reducer.
+    assert asked == {"worker-2.3": 1, "reducer-of-2": 1, "worker-2": 1, "reducer": 1}
+    assert run_problems(again) == [] and again.status == "completed"
+    leaf = next(w for w in again.workers[1].walk() if w.id == "2.3")
+    assert leaf.output == "draft 2 of database 3"
+    assert [w.id for w in again.workers[1].walk()] == [w.id for w in first.workers[1].walk()]
+    assert again.workers[1].output == "worker 2 from merged draft 2"
+    assert first.workers[1].output == "worker 2 from merged draft 1"
