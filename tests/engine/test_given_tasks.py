@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import swarmkit
-from swarmkit.config.tasks import MAX_GIVEN_TASKS, given_tasks
+from swarmkit.config.tasks import MAX_GIVEN_TASKS, MAX_ONE_PROCESS_TASKS, given_tasks
 from swarmkit.errors import ConfigError
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeServer, Fault, FaultRule
@@ -118,7 +118,7 @@ def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
     (pd.DataFrame({"a": [1]}), None, "add task_template"),
     (pd.DataFrame({"a": [1]}), "{b}", "names the column {b}.*its columns are a"),
     (pd.DataFrame({"a": [1]}), "no placeholder", "task_template names no column"),
-    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 100,000 one run takes"),
+    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 1,000,000 one run takes"),
     # A gap in a column the template reads would reach the model as "nan" or "None".
     (pd.DataFrame({"a": ["x", None]}), "{a}", "row 1 has no value in column a"),
     (pd.DataFrame({"a": [1.0, float("nan")]}), "{a}", r"row 1 has no value in column a \(nan\)"),
@@ -132,6 +132,21 @@ def test_bad_tasks_are_one_line_config_errors(value: Any, template: str | None,
     with pytest.raises(ConfigError, match=message) as caught:
         given_tasks(value, template)
     assert "\n" not in str(caught.value)
+
+
+def test_one_process_takes_fewer_tasks_than_a_cluster_and_says_how_to_run_more() -> None:
+    over = ["t"] * (MAX_ONE_PROCESS_TASKS + 1)
+    with pytest.raises(ConfigError, match=r"tasks has 100,001 sub-tasks, over the 100,000 a "
+                       r"run in one process takes; shard them with cluster=\"ray\"") as caught:
+        swarmkit.SwarmConfig().with_options(tasks=over)
+    assert "\n" not in str(caught.value)
+    # The same tasks on a cluster are one run; the cluster named in an earlier step
+    # (%swarm config cluster=ray, then the cell's tasks) counts too.
+    assert len(swarmkit.SwarmConfig().with_options(tasks=over, cluster="ray").tasks) == len(over)
+    on_ray = swarmkit.SwarmConfig().with_options(cluster="ray")
+    assert len(on_ray.with_options(tasks=over).tasks) == len(over)
+    assert len(swarmkit.SwarmConfig().with_options(tasks=["t"] * MAX_ONE_PROCESS_TASKS).tasks
+               ) == MAX_ONE_PROCESS_TASKS
 
 
 def test_workers_set_below_the_given_tasks_is_refused_not_cut() -> None:
