@@ -197,7 +197,7 @@ class Cassette:
     """A recorded run. Build one with :meth:`load` / :meth:`loads` or by recording."""
 
     run: dict[str, Any]
-    # A tuple when read from a file; a recording run's are a store.recordedcalls
+    # A tuple when read from a file; a recording run's are a store.packedcalls
     # RecordedCalls (kept compressed), equal to the tuple of the same calls.
     calls: Sequence[RecordedCall] = ()
     tools: tuple[RecordedTool, ...] = ()

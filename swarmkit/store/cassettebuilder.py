@@ -23,7 +23,7 @@ from ..record.events import (
 )
 from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from .cassette import Cassette, RecordedCall, RecordedTool
-from .recordedcalls import RecordedCalls
+from .packedcalls import RecordedCalls
 
 __all__ = ["CassetteBuilder"]
 

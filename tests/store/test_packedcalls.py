@@ -1,4 +1,4 @@
-"""A recording run keeps its calls compressed (store/recordedcalls): they read back as
+"""A recording run keeps its calls compressed (store/packedcalls): they read back as
 the very calls recorded, and the cassette, its file, the history's copy, the export and
 the replay are what they were when the calls were kept as a tuple (FakeServer, the real
 openai client, real SQLite)."""
@@ -15,8 +15,8 @@ import pytest
 import swarmkit
 from swarmkit.store import Cassette, RecordedCall
 from swarmkit.store.history import History
+from swarmkit.store.packedcalls import BLOCK_CALLS, RecordedCalls
 from swarmkit.store.recent import recent_recording
-from swarmkit.store.recordedcalls import BLOCK_CALLS, RecordedCalls
 from tests.support.fakekey import QUICK_RETRIES, run_options
 
 options = partial(run_options, **QUICK_RETRIES)
