@@ -106,9 +106,11 @@ class RecordedCalls(Sequence[RecordedCall]):
     def _block(self, number: int) -> tuple[RecordedCall, ...]:
         if number == len(self._blocks):
             return tuple(self._pending)
-        if self._last is None or self._last[0] != number:
-            self._last = (number, _unpacked(self._blocks[number]))
-        return self._last[1]
+        last = self._last  # read once: a recording may be read from two threads at once
+        if last is None or last[0] != number:
+            last = (number, _unpacked(self._blocks[number]))
+            self._last = last
+        return last[1]
 
     def __iter__(self) -> Iterator[RecordedCall]:
         for number in range(len(self._blocks)):
