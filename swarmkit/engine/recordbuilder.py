@@ -45,10 +45,11 @@ def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
 
 
 # The Run keeps each word its records repeat once. In one process a record's role, model,
-# source, status, finish reason and task are the engine's own strings, shared already;
-# a record that crossed a process (a shard's, unpickled) brings its own copy of each,
-# about 60 bytes a word and 300 a worker at 200,000 workers. Swapping a field for an
-# equal string changes no value, so the frozen records are given the shared one.
+# source, status, finish reason and task are the engine's own strings, shared already.
+# A record that crossed a process (a shard's, unpickled) brings its own copies: of the
+# words once per batch it came in, and of its sub-task always (about 100 bytes a worker,
+# the plan holds the same text). Swapping a field for an equal string changes no value,
+# so the frozen records are given the shared one.
 def _shared_call(record: CallRecord) -> None:
     for name in ("role", "model", "source", "finish_reason"):
         text = getattr(record, name)
