@@ -51,6 +51,8 @@ class Checked(Protocol):
     def cluster(self) -> str | None: ...
     @property
     def tasks(self) -> tuple[str, ...]: ...
+    @property
+    def replay(self) -> str | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -138,7 +140,10 @@ def validate_config(config: Checked) -> None:
     if config.confirm_over is not None:
         check_number("confirm_over", config.confirm_over, "a USD amount, 0 or more", 0)
     if config.cluster is None:
-        one_process_limit(len(config.tasks))
+        if not config.replay:
+            # A replay makes no call and runs in the kernel whatever cluster says: a
+            # sharded run's recording of more tasks replays in one process.
+            one_process_limit(len(config.tasks))
     else:
         check_cluster(config.cluster)
         if config.depth > 1:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 
 import swarmkit
+import swarmkit.config.tasks as tasks_module
 from swarmkit.config.tasks import MAX_GIVEN_TASKS, MAX_ONE_PROCESS_TASKS, given_tasks
 from swarmkit.errors import ConfigError
 from swarmkit.store import Cassette
@@ -171,3 +173,26 @@ def test_the_live_dashboard_follows_a_given_tasks_run_with_no_planner_and_no_red
     assert "planner's raw reply" not in dashboard.sections["plan"].value
     assert "<b>40 workers</b>: 40 completed" in dashboard.sections["workers"].value
     assert dashboard.sections["reducer"].value == ""
+
+
+def test_a_sharded_runs_recording_of_more_tasks_replays_in_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_key: str) -> None:
+    # The limit is lowered to 3 here, so a recording of 4 tasks stands for one of more
+    # than 100,000 made on a cluster (its recorded config says cluster="ray").
+    file = tmp_path / "run.swarm.json"
+    with swarmkit.testing.FakeServer() as server:
+        run = swarmkit.run_sync("Name rivers", **run_options(server, history=False),
+                                tasks=["a", "b", "c", "d"], record=str(file))
+    data = json.loads(file.read_text())
+    data["run"]["config"].update(cluster="ray", shards=2)
+    file.write_text(json.dumps(data))
+    monkeypatch.setattr(tasks_module, "MAX_ONE_PROCESS_TASKS", 3)
+    with pytest.raises(ConfigError, match="over the 3 a run in one process takes"):
+        swarmkit.run_sync("Name rivers", **run_options(None, history=False),
+                          tasks=["a", "b", "c", "d"])
+    replayed = swarmkit.run_sync("Name rivers", replay=str(file), history=False)
+    assert str(replayed) == str(run) and replayed._repr_html_() == run._repr_html_()
+    # Its tasks given again with the replay (as a cell may write them) are no live run.
+    again = swarmkit.run_sync("Name rivers", replay=str(file), history=False,
+                              tasks=["a", "b", "c", "d"])
+    assert str(again) == str(run)
