@@ -66,7 +66,7 @@ class Usage:
         requests = 0
         cost: Decimal | None = Decimal(0)
         terms = 0
-        only = cls()
+        only: Usage | None = None
         for usage in usages:
             terms += 1
             only = usage
