@@ -85,7 +85,7 @@ class Usage:
                 cost = None if usage.cost is None else cost + usage.cost
         # A sum of one is that usage (a worker of one call): the same value, kept once;
         # not when 0 + its cost is written otherwise (an exponent above 0: 1E+1 is 10).
-        if terms == 1 and type(only) is cls and (cost is None or (
+        if terms == 1 and only is not None and type(only) is cls and (cost is None or (
                 only.cost is not None and cost.as_tuple() == only.cost.as_tuple())):
             return only
         return cls(prompt, completion, cached, reasoning, requests, cost)
