@@ -2,7 +2,7 @@
 
     python benchmarks/cluster.py            # N=12,000 C=800 (3 pairs), N=100 C=20 (5 pairs)
     python benchmarks/cluster.py --quick    # N=200 C=40 and N=20 C=5, one pair: a smoke run
-    python benchmarks/cluster.py --goals    # memory only: N=100,000 sharded, and in one process
+    python benchmarks/cluster.py --goals    # memory: N=200,000 sharded, 100,000 in one process
 
 One FakeServer process (``python -m swarmkit.testing``, 0.1 s a call) serves both sides;
 each side runs in a fresh process (``--child``) that imports everything, makes a first
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -163,27 +164,46 @@ def report_interrupt(n: int, shards: int) -> None:
           f"shards then: {row['busy']}")
 
 
+# The issue's goals: (workers, sharded, concurrency, peak RSS goal in MB, CPU per call
+# goal in ms or None). MB are 10**6 bytes, as the issue writes them.
+GOALS = ((200_000, True, 800, 600, None), (100_000, False, 500, 400, 0.70))
+_MB = 10**6
+
+
 def report_goals(shards: int) -> None:
-    """The memory goals: the kernel's peak RSS at 100,000 workers on the shards and in
-    one process. (The issue's 200,000 on a cluster is over the 100,000 sub-tasks one run
-    takes, config/tasks.MAX_GIVEN_TASKS; the README extrapolates.) No reducer: one
-    request over that many outputs is past the server's 1 MB limit."""
-    for n, k, c in ((100_000, shards, 800), (100_000, 0, 500)):
+    """The memory goals: the kernel's peak RSS at 200,000 workers on the shards and at
+    100,000 in one process, and the one process's CPU per call. No reducer: one request
+    over that many outputs is past the server's 1 MB limit.
+
+    The peak is the process's whole life (``ru_maxrss``): the imports, Ray's client
+    libraries on the sharded side, the first small run, the run and its final save to
+    the history. "kept" is what the process still held once the run returned (the Run
+    and what the run left), over the RSS before it, per worker."""
+    for n, sharded, c, rss_goal, cpu_goal in GOALS:
+        k = shards if sharded else 0
         print(f"measuring N={n} ({'sharded' if k else 'one process'})", file=sys.stderr)
         with fake_server(LATENCY, n) as url:
             row = _side(url, n, c, k, no_reduce=True)
         where = f"on {k} shards" if k else "in one process"
-        print(f"goal: N={n:,} C={c} {where}: kernel peak RSS "
-              f"{row['peak_rss_kib'] / 1024:.0f} MiB (RSS before the run "
-              f"{row['rss_before_kib'] / 1024:.0f} MiB), wall {row['wall']:.1f} s, kernel "
-              f"CPU {row['cpu'] * 1000 / row['calls']:.3f} ms/call")
+        peak = row["peak_rss_kib"] * 1024
+        kept = (row["rss_end_kib"] - row["rss_before_kib"]) * 1024 / n
+        cpu = row["cpu"] * 1000 / row["calls"]
+        line = (f"goal: N={n:,} C={c} {where}: kernel peak RSS {peak / _MB:.0f} MB "
+                f"({peak / 2**20:.0f} MiB; goal <= {rss_goal} MB: "
+                f"{'met' if peak <= rss_goal * _MB else 'NOT met'}), RSS before the run "
+                f"{row['rss_before_kib'] / 1024:.0f} MiB, kept {kept:,.0f} B a worker, "
+                f"wall {row['wall']:.1f} s, kernel CPU {cpu:.3f} ms/call")
+        if cpu_goal is not None:
+            line += f" (goal <= {cpu_goal:.2f}: {'met' if cpu <= cpu_goal else 'NOT met'})"
+        print(line + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one pair")
     parser.add_argument("--goals", action="store_true",
-                        help="only the memory goals: 100,000 workers sharded and in one process")
+                        help="only the memory goals: 200,000 workers sharded, 100,000 in one "
+                        "process")
     parser.add_argument("--pairs", type=int, default=None)
     parser.add_argument("--shards", type=int, default=2)
     # --child: one measured side (what the report runs in fresh processes)
@@ -201,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     big, small = ((200, 40), (20, 5)) if args.quick else ((12_000, 800), (100, 20))
     print(f"{LATENCY:g} s a call; FakeServer in its own process; {args.shards} shards")
     if args.goals:
+        print(f"load average at the start {os.getloadavg()[0]:.1f}", flush=True)
         report_goals(args.shards)
     else:
         report(*big, args.pairs or (1 if args.quick else 3), args.shards)

@@ -50,7 +50,7 @@ WORDS: dict[str, tuple[str, tuple[str, ...]]] = {
               ("engine/batchservice", "engine/batchfanout", "provider/batchclient")),
     "call": ("one model call",
              ("record/modelcall", "engine/modelcaller", "engine/budgetedcalls",
-              "provider/sharedcalls", "store/callstore")),
+              "provider/sharedcalls", "store/callstore", "store/packedcalls")),
     "replay": ("serving a run from its cassette, with no network",
                ("store/replay", "store/replayconfig", "export/replaycells")),
     "cassette": ("a run's calls as versioned JSON, for replay",

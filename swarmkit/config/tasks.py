@@ -18,11 +18,18 @@ from ..errors import ConfigError
 from .template import fill, placeholders
 from .wording import kind_of
 
-__all__ = ["MAX_GIVEN_TASKS", "MAX_TASK_CHARS", "given_tasks"]
+__all__ = ["MAX_GIVEN_TASKS", "MAX_ONE_PROCESS_TASKS", "MAX_TASK_CHARS", "given_tasks",
+           "one_process_limit"]
 
 # One worker per given task: more than this is almost always a mistake (a whole table
-# passed where a sample was meant), and each task is a model call.
-MAX_GIVEN_TASKS = 100_000
+# passed where a sample was meant), and each task is a model call. A run sharded over a
+# cluster (cluster=) takes up to MAX_GIVEN_TASKS; its kernel keeps about 2 KB a worker
+# (README, "Past one machine"), so a million is about 2 GB.
+MAX_GIVEN_TASKS = 1_000_000
+# In one process the workers share one core (about 1,400 calls a second), so 100,000 is
+# already over a minute of CPU: past it a cluster is the tool. The memory a worker
+# costs the kernel is the same either way, so this is no memory limit.
+MAX_ONE_PROCESS_TASKS = 100_000
 # A sub-task is a prompt, not a document: longer text belongs in a tool or the cell.
 MAX_TASK_CHARS = 100_000
 
@@ -125,3 +132,15 @@ def given_tasks(value: Any, template: str | None = None) -> tuple[str, ...]:
             "(one worker each); split them over several runs"
         )
     return tasks
+
+
+def one_process_limit(count: int) -> None:
+    """A one-line ConfigError when ``count`` given tasks are more than a run in one
+    process takes (``MAX_ONE_PROCESS_TASKS``); a cluster run takes them."""
+    if count > MAX_ONE_PROCESS_TASKS:
+        raise ConfigError(
+            f"tasks has {count:,} sub-tasks, over the {MAX_ONE_PROCESS_TASKS:,} a run in one "
+            f"process takes; shard them with cluster=\"ray\" (--cluster ray, needs "
+            f"jupyter-swarmkit[ray]), which takes {MAX_GIVEN_TASKS:,}, or split them over "
+            "several runs"
+        )

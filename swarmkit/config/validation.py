@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from .options import ROLE_NAMES
+from .tasks import one_process_limit
 
 __all__ = ["MAX_TREE_DEPTH", "Checked", "check_base_url", "check_cluster", "check_number",
            "validate_config"]
@@ -48,6 +49,10 @@ class Checked(Protocol):
     def confirm_over(self) -> Decimal | None: ...
     @property
     def cluster(self) -> str | None: ...
+    @property
+    def tasks(self) -> tuple[str, ...]: ...
+    @property
+    def replay(self) -> str | None: ...
     def role(self, role: Any) -> _CheckedRole: ...
 
 _EXAMPLE_URL = "http://127.0.0.1:8000/v1"
@@ -134,7 +139,12 @@ def validate_config(config: Checked) -> None:
                           "is a tool call answered live); give depth=1 or drop batch")
     if config.confirm_over is not None:
         check_number("confirm_over", config.confirm_over, "a USD amount, 0 or more", 0)
-    if config.cluster is not None:
+    if config.cluster is None:
+        if not config.replay:
+            # A replay makes no call and runs in the kernel whatever cluster says: a
+            # sharded run's recording of more tasks replays in one process.
+            one_process_limit(len(config.tasks))
+    else:
         check_cluster(config.cluster)
         if config.depth > 1:
             # A split runs its child swarm in the engine of the worker that made it, and a

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config.automodel import auto_notice, judge_notice
 from ..config.wording import counted
@@ -320,9 +320,17 @@ class LiveState(Spent):
         self._set_waiting(worker, False)
         worker.finish(record)
         self._count(worker.status, 1)
+        self._leaving(self.recent, self.workers)
         self.recent.append(record.index)
         self.leaves_done += not record.children
         self.dirty.add("workers")
+
+    @staticmethod
+    def _leaving(recent: deque[Any], workers: dict[Any, WorkerLive]) -> None:
+        """The worker leaving the ``recent`` window forgets its rendered cell (a tree may
+        show it again as an ancestor, rendered anew): ``MAX_ROWS`` cells, not N."""
+        if len(recent) == recent.maxlen and recent[0] in workers:
+            workers[recent[0]].finished_cell = None
 
     def _split(self, event: WorkerSplit) -> None:
         parent = self._live(event.parent)
@@ -338,6 +346,7 @@ class LiveState(Spent):
         self.nodes_running.pop(record.id, None)
         self._set_waiting(worker, False)
         worker.finish(record)
+        self._leaving(self.nodes_recent, self.nodes)
         self.nodes_recent.append(record.id)
         self.leaves_done += not record.children
         self.dirty.add("workers")

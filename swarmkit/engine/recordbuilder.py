@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import sys
 
 from ..record.events import (
     BatchSubmitted,
@@ -43,6 +44,36 @@ def _tool_order(record: ToolCallRecord) -> tuple[float, int, int, str]:
     return record.started, record.worker, record.hop, record.call_id
 
 
+# The Run keeps each word its records repeat once. In one process a record's role, model,
+# source, status, finish reason and task are the engine's own strings, shared already.
+# A record that crossed a process (a shard's, unpickled) brings its own copies: of the
+# words once per batch it came in, and of its sub-task always (about 100 bytes a worker,
+# the plan holds the same text). Swapping a field for an equal string changes no value,
+# so the frozen records are given the shared one.
+def _shared_call(record: CallRecord) -> None:
+    for name in ("role", "model", "source", "finish_reason"):
+        text = getattr(record, name)
+        if text is not None:
+            shared = sys.intern(text)
+            if shared is not text:
+                object.__setattr__(record, name, shared)
+
+
+def _shared_worker(record: WorkerRecord, plan: list[str]) -> None:
+    shared = sys.intern(record.status)
+    if shared is not record.status:
+        object.__setattr__(record, "status", shared)
+    if record.reason is not None:
+        reason = sys.intern(record.reason)
+        if reason is not record.reason:
+            object.__setattr__(record, "reason", reason)
+    # Its sub-task is the plan's, which the Run keeps anyway.
+    if 0 < record.index <= len(plan):
+        task = plan[record.index - 1]
+        if task is not record.task and task == record.task:
+            object.__setattr__(record, "task", task)
+
+
 class RunRecordBuilder:
     """The sink that turns events into a ``RunRecord``; the only writer of its fields."""
 
@@ -67,6 +98,7 @@ class RunRecordBuilder:
             case PlanReviewed():
                 run.review = event.review
             case CallFinished():
+                _shared_call(event.call)
                 bisect.insort(run.calls, event.call, key=_call_order)
             case CallRetried():
                 retry = RetryRecord(event.step, event.attempt, event.error, event.status, event.t)
@@ -78,6 +110,7 @@ class RunRecordBuilder:
             case WorkerFinished() if event.worker.parent is None:
                 # A child's record reaches the Run inside its parent's (``children``):
                 # the parent always finishes after its children, with every one of them.
+                _shared_worker(event.worker, run.plan)
                 bisect.insort(run.workers, event.worker, key=_worker_index)
             case BatchSubmitted():
                 run.batches.append(event.batch)

@@ -65,7 +65,11 @@ class Usage:
         reasoning: int | None = 0
         requests = 0
         cost: Decimal | None = Decimal(0)
+        terms = 0
+        only: Usage | None = None
         for usage in usages:
+            terms += 1
+            only = usage
             if prompt is not None:
                 prompt = None if usage.prompt_tokens is None else prompt + usage.prompt_tokens
             if completion is not None:
@@ -79,6 +83,11 @@ class Usage:
             requests += usage.requests
             if cost is not None:
                 cost = None if usage.cost is None else cost + usage.cost
+        # A sum of one is that usage (a worker of one call): the same value, kept once;
+        # not when 0 + its cost is written otherwise (an exponent above 0: 1E+1 is 10).
+        if terms == 1 and only is not None and type(only) is cls and (cost is None or (
+                only.cost is not None and cost.as_tuple() == only.cost.as_tuple())):
+            return only
         return cls(prompt, completion, cached, reasoning, requests, cost)
 
     def to_dict(self) -> dict[str, int | None]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, NotRequired, cast
@@ -197,7 +197,9 @@ class Cassette:
     """A recorded run. Build one with :meth:`load` / :meth:`loads` or by recording."""
 
     run: dict[str, Any]
-    calls: tuple[RecordedCall, ...] = ()
+    # A tuple when read from a file; a recording run's are a store.packedcalls
+    # RecordedCalls (kept compressed), equal to the tuple of the same calls.
+    calls: Sequence[RecordedCall] = ()
     tools: tuple[RecordedTool, ...] = ()
     swarmkit_version: str = ""
     source: str = field(default="<memory>", compare=False)  # where it came from, for messages

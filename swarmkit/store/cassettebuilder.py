@@ -23,6 +23,7 @@ from ..record.events import (
 )
 from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, ToolOutcome
 from .cassette import Cassette, RecordedCall, RecordedTool
+from .packedcalls import RecordedCalls
 
 __all__ = ["CassetteBuilder"]
 
@@ -53,7 +54,8 @@ class CassetteBuilder:
         self._run: dict[str, Any] = {}
         self._served: dict[tuple[str, str], list[_Served]] = defaultdict(list)
         self._retries: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self._calls: list[RecordedCall] = []
+        # Compressed as they are recorded: at scale the largest thing a run keeps.
+        self._calls = RecordedCalls()
         self._tools: list[RecordedTool] = []
         self.cassette: Cassette | None = None
 
@@ -103,7 +105,7 @@ class CassetteBuilder:
         elif isinstance(event, RunFinished) and self._run and event.status != "planned":
             self._run.update(status=event.status, duration=event.duration)
             self.cassette = Cassette(
-                run=dict(self._run), calls=tuple(self._calls), tools=tuple(self._tools),
+                run=dict(self._run), calls=self._calls.sealed(), tools=tuple(self._tools),
                 swarmkit_version=__version__,
             )
             if self._on_finished is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from swarmkit.config.swarmconfig import SwarmConfig
+from swarmkit.display.livehtml import render_section
 from swarmkit.display.livestate import MAX_ROWS, SECTIONS, LiveState
 from swarmkit.record.events import (
     CallRetried,
@@ -116,3 +117,22 @@ def test_the_phase_is_scoring_once_the_checks_land_or_the_judge_is_called() -> N
     cancelling = _state(ReducerStarted((1,), t=0.5), CallStarted("judge-0", 1, "j", 0.9))
     cancelling.cancelling = True
     assert cancelling.status.startswith("cancelling")
+
+
+def test_the_view_keeps_the_rendered_cells_of_its_recent_rows_only() -> None:
+    workers = 3 * MAX_ROWS
+    state = LiveState(task="t", config=CONFIG)
+    finished = 0
+    for event in synthetic_events(workers, concurrency=5):
+        state.apply(event)
+        if isinstance(event, WorkerFinished):
+            finished += 1
+            render_section(state, "workers")  # each finished worker is rendered in view
+    cells = [i for i, w in state.workers.items() if w.finished_cell is not None]
+    assert finished == workers and 0 < len(cells) <= MAX_ROWS
+    assert set(cells) <= set(state.recent)
+    # A cell is a cache: dropped, the row renders the same again.
+    shown = render_section(state, "workers")
+    for worker in state.workers.values():
+        worker.finished_cell = None
+    assert render_section(state, "workers") == shown

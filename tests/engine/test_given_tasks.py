@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,8 @@ import pandas as pd
 import pytest
 
 import swarmkit
-from swarmkit.config.tasks import MAX_GIVEN_TASKS, given_tasks
+import swarmkit.config.tasks as tasks_module
+from swarmkit.config.tasks import MAX_GIVEN_TASKS, MAX_ONE_PROCESS_TASKS, given_tasks
 from swarmkit.errors import ConfigError
 from swarmkit.store import Cassette
 from swarmkit.testing import FakeServer, Fault, FaultRule
@@ -118,7 +120,7 @@ def test_swarmkit_never_imports_pandas_for_a_list_of_tasks() -> None:
     (pd.DataFrame({"a": [1]}), None, "add task_template"),
     (pd.DataFrame({"a": [1]}), "{b}", "names the column {b}.*its columns are a"),
     (pd.DataFrame({"a": [1]}), "no placeholder", "task_template names no column"),
-    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 100,000 one run takes"),
+    (["t"] * (MAX_GIVEN_TASKS + 1), None, "over the 1,000,000 one run takes"),
     # A gap in a column the template reads would reach the model as "nan" or "None".
     (pd.DataFrame({"a": ["x", None]}), "{a}", "row 1 has no value in column a"),
     (pd.DataFrame({"a": [1.0, float("nan")]}), "{a}", r"row 1 has no value in column a \(nan\)"),
@@ -132,6 +134,21 @@ def test_bad_tasks_are_one_line_config_errors(value: Any, template: str | None,
     with pytest.raises(ConfigError, match=message) as caught:
         given_tasks(value, template)
     assert "\n" not in str(caught.value)
+
+
+def test_one_process_takes_fewer_tasks_than_a_cluster_and_says_how_to_run_more() -> None:
+    over = ["t"] * (MAX_ONE_PROCESS_TASKS + 1)
+    with pytest.raises(ConfigError, match=r"tasks has 100,001 sub-tasks, over the 100,000 a "
+                       r"run in one process takes; shard them with cluster=\"ray\"") as caught:
+        swarmkit.SwarmConfig().with_options(tasks=over)
+    assert "\n" not in str(caught.value)
+    # The same tasks on a cluster are one run; the cluster named in an earlier step
+    # (%swarm config cluster=ray, then the cell's tasks) counts too.
+    assert len(swarmkit.SwarmConfig().with_options(tasks=over, cluster="ray").tasks) == len(over)
+    on_ray = swarmkit.SwarmConfig().with_options(cluster="ray")
+    assert len(on_ray.with_options(tasks=over).tasks) == len(over)
+    assert len(swarmkit.SwarmConfig().with_options(tasks=["t"] * MAX_ONE_PROCESS_TASKS).tasks
+               ) == MAX_ONE_PROCESS_TASKS
 
 
 def test_workers_set_below_the_given_tasks_is_refused_not_cut() -> None:
@@ -156,3 +173,26 @@ def test_the_live_dashboard_follows_a_given_tasks_run_with_no_planner_and_no_red
     assert "planner's raw reply" not in dashboard.sections["plan"].value
     assert "<b>40 workers</b>: 40 completed" in dashboard.sections["workers"].value
     assert dashboard.sections["reducer"].value == ""
+
+
+def test_a_sharded_runs_recording_of_more_tasks_replays_in_one_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_key: str) -> None:
+    # The limit is lowered to 3 here, so a recording of 4 tasks stands for one of more
+    # than 100,000 made on a cluster (its recorded config says cluster="ray").
+    file = tmp_path / "run.swarm.json"
+    with swarmkit.testing.FakeServer() as server:
+        run = swarmkit.run_sync("Name rivers", **run_options(server, history=False),
+                                tasks=["a", "b", "c", "d"], record=str(file))
+    data = json.loads(file.read_text())
+    data["run"]["config"].update(cluster="ray", shards=2)
+    file.write_text(json.dumps(data))
+    monkeypatch.setattr(tasks_module, "MAX_ONE_PROCESS_TASKS", 3)
+    with pytest.raises(ConfigError, match="over the 3 a run in one process takes"):
+        swarmkit.run_sync("Name rivers", **run_options(None, history=False),
+                          tasks=["a", "b", "c", "d"])
+    replayed = swarmkit.run_sync("Name rivers", replay=str(file), history=False)
+    assert str(replayed) == str(run) and replayed._repr_html_() == run._repr_html_()
+    # Its tasks given again with the replay (as a cell may write them) are no live run.
+    again = swarmkit.run_sync("Name rivers", replay=str(file), history=False,
+                              tasks=["a", "b", "c", "d"])
+    assert str(again) == str(run)

@@ -97,3 +97,15 @@ def test_total_is_the_same_sum_as_adding_one_by_one() -> None:
     assert Usage.total(parts).completion_tokens is None
     assert Usage.total(parts).cost is None
     assert Usage.total(parts[:3]).cost == sum((p.cost for p in parts[:3]), Decimal(0))
+
+
+def test_a_total_of_one_usage_is_that_usage_unless_its_cost_would_read_otherwise() -> None:
+    # A worker of one call keeps its call's usage, not an equal copy of it.
+    for one in (Usage(10, 5, 0, 0, 1, Decimal("0.000150")), Usage(1, None, 0, 0, 1, None),
+                Usage(0, 0, 0, 0, 1, Decimal(0))):
+        assert Usage.total([one]) is one
+        assert Usage.total(iter([one])) is one
+    # 0 + 1E+1 is 10: the sum is written as adding would write it, as before.
+    tens = Usage(1, 1, 0, 0, 1, Decimal("1E+1"))
+    total = Usage.total([tens])
+    assert total is not tens and str(total.cost) == str(sum([tens], Usage()).cost) == "10"
