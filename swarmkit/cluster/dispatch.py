@@ -35,7 +35,7 @@ from ..record.rows import WorkerRecord
 from ..store import CallStore
 from .connect import shard_count
 from .ledger import Ledger
-from .messages import Answer, Ask, Served, Tell, ToolRan
+from .messages import Answer, Ask, Served, Tell, ToolRan, unpack
 from .shard import Shard, ShardRun
 
 __all__ = ["GRACE", "POOL", "ClusterDispatch", "ShardPool"]
@@ -158,8 +158,8 @@ class ClusterDispatch:
         try:
             batch = await handle.take.remote(share.ident, share)
             while batch is not None:
-                answers = self._deliver(context, records, k, ledger, batch, waiting,
-                                        handle, share.ident)
+                answers = self._deliver(context, records, k, ledger, unpack(batch),
+                                        waiting, handle, share.ident)
                 if answers:
                     handle.answer.remote(share.ident, answers)
                 batch = await handle.take.remote(share.ident)

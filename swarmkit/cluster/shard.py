@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -33,7 +34,7 @@ from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import WorkerRecord
 from ..tools import build_worker_loop
 from .asked import AskedBudget, AskedLimits
-from .messages import Answer, Served, ToolRan
+from .messages import Answer, Served, ToolRan, pack
 from .outbox import Outbox
 
 __all__ = ["Shard", "ShardCaller", "ShardRun"]
@@ -108,13 +109,18 @@ class Shard:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu(self) -> float:
+        """The CPU seconds (user + system, every thread) its process has used so far."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
     def busy(self) -> int:
         """How many shares it is running (0 once every run it had has ended)."""
         return len(self._runs)
 
-    async def take(self, ident: int, share: ShardRun | None = None) -> list[Any] | None:
-        """The next batch of share ``ident``, started by its first ``take`` (which
-        carries ``share``); None once it has ended. A bug in it is raised here, and
+    async def take(self, ident: int, share: ShardRun | None = None) -> bytes | None:
+        """The next batch of share ``ident`` (``messages.pack``), started by its first
+        ``take`` (which carries ``share``); None once it has ended. A bug in it is raised here, and
         reaches the driver as a RayTaskError. The driver asks again as soon as a batch
         arrives (a long poll: plain actor calls, which Ray Client carries too)."""
         entry = self._runs.get(ident)
@@ -130,7 +136,8 @@ class Shard:
             del self._runs[ident]
             if not job.cancelled():
                 job.result()
-        return batch
+            return None
+        return pack(batch)
 
     async def answer(self, ident: int, answers: list[Answer]) -> None:
         entry = self._runs.get(ident)
