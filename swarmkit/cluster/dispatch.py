@@ -151,7 +151,8 @@ class ClusterDispatch:
         handle = self._actors[k]
         share = ShardRun(next(_IDS), self._config, self._env, self._tools, context.run_id,
                          task, total, items, now=context.now(), wall=time.time(),
-                         ask_budget=context.budget.capped, ask_limits=limits is not None)
+                         ask_budget=context.budget.capped, ask_limits=limits is not None,
+                         ask_cache=self._store is not None and self._store.serves_cache)
         ledger = Ledger(context, limits)
         waiting: set[asyncio.Task[None]] = set()
         self._running[share.ident] = k
@@ -211,12 +212,15 @@ class ClusterDispatch:
             elif kind is Served:
                 if store is not None:
                     store.served_elsewhere(item.step, item.request, context.config.worker,
-                                           item.response, item.source, item.error_type)
+                                           item.response, item.source, item.error_type,
+                                           item.occurrence)
             elif kind is ToolRan:
                 if store is not None:
                     store.tool_elsewhere(item.key, item.outcome)
             elif kind is Tell:
                 ledger.tell(item)
+            elif kind is Ask and item.kind == "cache":
+                answers.append(Answer(item.id, self._cached(context, item)))
             elif kind is Ask:
                 answer = ledger.at_once(item)
                 if answer is not None:
@@ -230,6 +234,13 @@ class ClusterDispatch:
                 if kind is CallFinished:
                     context.calls.report_budget()
         return answers
+
+    def _cached(self, context: StepContext, ask: Ask) -> tuple[int, Any]:
+        """A shard's call, asked of the run's cache: its occurrence and cached answer."""
+        step, request = ask.args
+        if self._store is None:  # the shard only asks when there is one
+            return 0, None
+        return self._store.cached_elsewhere(step, request, context.config.worker)
 
     @staticmethod
     async def _answer_later(ledger: Ledger, ask: Ask, handle: Any, ident: int) -> None:

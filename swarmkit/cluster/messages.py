@@ -2,9 +2,9 @@
 
 A shard's stream is a list of items in the order they happened: the run's events, the
 calls and tool calls it served (``Served``, ``ToolRan``: the driver's call store keeps
-them for the one cassette and cache), and its asks of the run's budget and rate limits
-(``Ask``, answered by an ``Answer``; ``Tell``, which needs no answer). Every value is a
-frozen dataclass of plain values, so it pickles the same on every Ray version.
+them for the one cassette and cache), and its asks of the run's budget, rate limits and
+cache (``Ask``, answered by an ``Answer``; ``Tell``, which needs no answer). Every value
+is a frozen dataclass of plain values, so it pickles the same on every Ray version.
 
 A batch travels as bytes (``pack``/``unpack``): Ray would pickle a list of objects with
 cloudpickle, whose pure-Python pickler cost a shard about 90 µs a call (five items), four
@@ -23,8 +23,9 @@ from ..record.modelcall import CallSource, ChatRequest, ChatResponse, ToolKey, T
 __all__ = ["Answer", "Ask", "AskKind", "Served", "Tell", "TellKind", "ToolRan", "pack",
            "unpack"]
 
-# reserve: (usd, tokens, what) -> None; admit: (base_url, key_envs, tokens, step) -> key_env
-AskKind = Literal["reserve", "admit"]
+# reserve: (usd, tokens, what) -> None; admit: (base_url, key_envs, tokens, step) -> key_env;
+# cache: (step, request) -> (occurrence, the cached ChatResponse or None)
+AskKind = Literal["reserve", "admit", "cache"]
 # settle (usd, tokens), release (), succeeded (tokens,), failed (status, pause), abandon ()
 TellKind = Literal["settle", "release", "succeeded", "failed", "abandon"]
 
@@ -38,6 +39,7 @@ class Served:
     response: ChatResponse | None
     source: CallSource
     error_type: str | None = None
+    occurrence: int | None = None  # the driver's, when it was asked of the cache first
 
 
 @dataclass(frozen=True, slots=True)

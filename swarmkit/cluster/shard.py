@@ -44,9 +44,13 @@ class ShardCaller:
     """A shard's RunCaller: its own provider, each call and tool call noted for the
     driver (whose call store keeps the run's one cassette and cache)."""
 
-    def __init__(self, provider: ModelCaller, outbox: Outbox) -> None:
+    def __init__(self, provider: ModelCaller, outbox: Outbox, *, ask_cache: bool = False
+                 ) -> None:
+        """``ask_cache``: the driver's call store reads its cache; each call asks it
+        first (the driver counts the call's occurrence then, as one process does)."""
         self._provider = provider
         self._outbox = outbox
+        self._ask_cache = ask_cache
         self._seen: Counter[str] = Counter()
         self._clock: Callable[[], float] | None = None
 
@@ -54,17 +58,29 @@ class ShardCaller:
                        step: str, emit: Callable[[Event], None], clock: Callable[[], float],
                        on_delta: Callable[[str], None] | None = None) -> CallOutcome:
         self._clock = clock
-        fingerprint = request.fingerprint()
-        occurrence = self._seen[fingerprint]
-        self._seen[fingerprint] += 1
+        counted: int | None = None  # the occurrence, when the driver counted it
+        if self._ask_cache:
+            started = clock()
+            _, (counted, cached) = await self._outbox.ask("cache", step, request)
+            if cached is not None:  # the driver noted it for the cassette already
+                if on_delta is not None and cached.content:
+                    on_delta(cached.content)
+                return CallOutcome(cached, "cache", 0, clock() - started, counted)
+            occurrence = counted
+        else:
+            fingerprint = request.fingerprint()
+            occurrence = self._seen[fingerprint]
+            self._seen[fingerprint] += 1
         try:
             outcome = await self._provider.complete(
                 request, role=role, run_id=run_id, step=step, emit=emit, clock=clock,
                 on_delta=on_delta)
         except ProviderError as exc:
-            self._outbox.put(Served(step, request, None, "live", type(exc).__name__))
+            self._outbox.put(Served(step, request, None, "live", type(exc).__name__,
+                                    counted))
             raise
-        self._outbox.put(Served(step, request, outcome.response, outcome.source))
+        self._outbox.put(Served(step, request, outcome.response, outcome.source,
+                                occurrence=counted))
         return replace(outcome, occurrence=occurrence)
 
     async def tool(self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
@@ -96,6 +112,7 @@ class ShardRun:
     wall: float  # ... and time.time() then: a shard's clock is the driver's
     ask_budget: bool  # the run's budget is capped: reserve by asking the driver
     ask_limits: bool  # rpm/tpm are set: admit each attempt by asking the driver
+    ask_cache: bool = False  # the driver reads its cache: ask it before each call
 
 
 class Shard:
@@ -160,7 +177,7 @@ class Shard:
         config = share.config
         provider = OpenAIProvider(config, env=share.env,
                                   limits=AskedLimits(outbox) if share.ask_limits else None)
-        caller = ShardCaller(provider, outbox)
+        caller = ShardCaller(provider, outbox, ask_cache=share.ask_cache)
         budget = (AskedBudget(outbox, config.budget_usd, config.budget_tokens)
                   if share.ask_budget else Budget())
 

@@ -257,15 +257,40 @@ class CallStore:
             started=entry.started, cost_usd=entry.cost_usd, cost_recorded=True,
         )
 
-    def served_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig,
-                         response: ChatResponse | None, source: CallSource,
-                         error_type: str | None = None) -> int:
-        """A call another process served (a shard of a cluster run): counted, written to
-        the cache and noted for the cassette here, as :meth:`complete` does for its own
-        calls, so a sharded run leaves one cache and one cassette. Its occurrence."""
+    @property
+    def serves_cache(self) -> bool:
+        """Whether :meth:`complete` reads the cache (a cluster run's shards then ask
+        :meth:`cached_elsewhere` before each call)."""
+        return self.cache is not None and self.read_cache and self.player is None
+
+    def cached_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig
+                         ) -> tuple[int, ChatResponse | None]:
+        """A call another process is about to make (a shard of a cluster run), counted
+        here: its occurrence, and its answer from the cache, noted for the cassette as
+        :meth:`complete` notes a hit, or None (the shard calls, then
+        :meth:`served_elsewhere` with this occurrence)."""
         fingerprint = request.fingerprint()
         occurrence = self._seen[fingerprint]
         self._seen[fingerprint] += 1
+        if not self.serves_cache or step in self.refresh:
+            return occurrence, None
+        cached = self._cache_get(endpoint_key(fingerprint, role), occurrence)
+        if cached is not None:
+            self._served(step, request, occurrence, cached, "cache")
+        return occurrence, cached
+
+    def served_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig,
+                         response: ChatResponse | None, source: CallSource,
+                         error_type: str | None = None, occurrence: int | None = None
+                         ) -> int:
+        """A call another process served (a shard of a cluster run): counted (unless
+        :meth:`cached_elsewhere` counted it: its ``occurrence``), written to the cache
+        and noted for the cassette here, as :meth:`complete` does for its own calls, so
+        a sharded run leaves one cache and one cassette. Its occurrence."""
+        fingerprint = request.fingerprint()
+        if occurrence is None:
+            occurrence = self._seen[fingerprint]
+            self._seen[fingerprint] += 1
         if response is not None:
             self._cache_put(endpoint_key(fingerprint, role), occurrence, request.model,
                             response)
