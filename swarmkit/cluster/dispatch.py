@@ -35,7 +35,7 @@ from ..record.rows import WorkerRecord
 from ..store import CallStore
 from .connect import shard_count
 from .ledger import Ledger
-from .messages import Answer, Ask, Served, Tell, ToolRan, unpack
+from .messages import Answer, Ask, Served, Tell, ToolRan, pack, unpack
 from .shard import Shard, ShardRun
 
 __all__ = ["GRACE", "POOL", "ClusterDispatch", "ShardPool"]
@@ -162,7 +162,7 @@ class ClusterDispatch:
                 answers = self._deliver(context, records, k, ledger, unpack(batch),
                                         waiting, handle, share.ident)
                 if answers:
-                    handle.answer.remote(share.ident, answers)
+                    handle.answer.remote(share.ident, pack(answers))
                 batch = await handle.take.remote(share.ident)
         except self._ray.exceptions.RayActorError as exc:
             for later in waiting:
@@ -244,4 +244,4 @@ class ClusterDispatch:
 
     @staticmethod
     async def _answer_later(ledger: Ledger, ask: Ask, handle: Any, ident: int) -> None:
-        handle.answer.remote(ident, [await ledger.answer(ask)])
+        handle.answer.remote(ident, pack([await ledger.answer(ask)]))

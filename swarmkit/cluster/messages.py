@@ -6,9 +6,10 @@ them for the one cassette and cache), and its asks of the run's budget, rate lim
 cache (``Ask``, answered by an ``Answer``; ``Tell``, which needs no answer). Every value
 is a frozen dataclass of plain values, so it pickles the same on every Ray version.
 
-A batch travels as bytes (``pack``/``unpack``): Ray would pickle a list of objects with
-cloudpickle, whose pure-Python pickler cost a shard about 90 µs a call (five items), four
-times the standard pickler's C code; bytes Ray passes as they are.
+A batch (and the driver's answers) travels as bytes (``pack``/``unpack``): Ray would
+pickle a list of objects with cloudpickle, whose pure-Python pickler cost a shard about
+90 µs a call (five items), four times the standard pickler's C code; bytes Ray passes
+as they are.
 """
 
 from __future__ import annotations
@@ -79,13 +80,14 @@ class Answer:
 
 
 def pack(items: Sequence[Any]) -> bytes:
-    """A batch as the shard sends it: the standard pickle of its items (every class in
-    it is importable on both sides, so cloudpickle's by-value pickling is not needed)."""
+    """A batch as the shard sends it (or answers as the driver does): the standard
+    pickle of its items (every class in it is importable on both sides, so
+    cloudpickle's by-value pickling is not needed)."""
     return pickle.dumps(list(items), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def unpack(batch: bytes) -> list[Any]:
-    """The items of a batch that ``pack`` made (a shard of this run: trusted as Ray's
+    """The items that ``pack`` made (a shard of this run, or its driver: trusted as Ray's
     own messages are)."""
     items: list[Any] = pickle.loads(batch)
     return items

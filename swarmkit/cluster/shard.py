@@ -34,7 +34,7 @@ from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import WorkerRecord
 from ..tools import build_worker_loop
 from .asked import AskedBudget, AskedLimits
-from .messages import Answer, Served, ToolRan, pack
+from .messages import Served, ToolRan, pack, unpack
 from .outbox import Outbox
 
 __all__ = ["Shard", "ShardCaller", "ShardRun"]
@@ -156,10 +156,11 @@ class Shard:
             return None
         return pack(batch)
 
-    async def answer(self, ident: int, answers: list[Answer]) -> None:
+    async def answer(self, ident: int, answers: bytes) -> None:
+        """The driver's answers to share ``ident``'s asks (``messages.pack``)."""
         entry = self._runs.get(ident)
         if entry is not None:
-            entry[0].answer(answers)
+            entry[0].answer(unpack(answers))
 
     async def cancel(self, ident: int, reason: str, stop: bool = False) -> None:
         """Cancel share ``ident``; its running workers record ``reason``."""
