@@ -1,8 +1,9 @@
 """``ClusterDispatch``: the workers of a run shared among K Ray actors (``Shard``).
 
 The driver (the kernel) keeps the planner, the reducer, the budget, the rate limits,
-the history, the cassette and the live view: only the workers move. Worker ``i`` goes
-to shard ``(i - 1) % K``, and each shard streams back what happens in batches, which
+the history, the cassette and the live view: only the workers move (but those the
+kernel's cache answers whole, ``cachedworkers``). The others are dealt to the K shards
+in turn, and each shard streams back what happens in batches, which
 the driver delivers as the run's own events (so the Run, the tables, the dashboard and
 the traces are built as in one process), noting the calls in its call store and
 answering the asks on the run's budget and limits (``Ledger``).
@@ -33,6 +34,7 @@ from ..provider.ratelimits import RateLimits
 from ..record.events import CallFinished, WorkerFinished
 from ..record.rows import WorkerRecord
 from ..store import CallStore
+from .cachedworkers import run_cached_workers
 from .connect import shard_count
 from .ledger import Ledger
 from .messages import Answer, Ask, Served, Tell, ToolRan, pack, unpack
@@ -100,16 +102,22 @@ class ClusterDispatch:
     async def __call__(self, context: StepContext, task: str, plan: tuple[str, ...],
                        records: dict[int, WorkerRecord]) -> None:
         run_config = self._config
-        count = shard_count(self._ray, run_config.shards, len(plan))
-        self._config = replace(run_config, concurrency=math.ceil(run_config.concurrency / count))
-        self._actors = POOL.take(self._ray, count)
-        limits = RateLimits(run_config) if (run_config.rpm or run_config.tpm) else None
-        shares = [tuple((i, plan[i - 1]) for i in range(k + 1, len(plan) + 1, count))
-                  for k in range(count)]
-        pumps = [asyncio.create_task(self._pump(context, task, len(plan), records, k, share,
-                                                limits, again=False))
-                 for k, share in enumerate(shares) if share]
+        pumps: list[asyncio.Task[None]] = []
         try:
+            if self._store is not None and not self._tools:  # the cache's, run here
+                await run_cached_workers(context, self._store, task, plan, records)
+            rest = [i for i in range(1, len(plan) + 1) if i not in records]
+            if not rest:
+                return
+            count = shard_count(self._ray, run_config.shards, len(rest))
+            self._config = replace(run_config,
+                                   concurrency=math.ceil(run_config.concurrency / count))
+            self._actors = POOL.take(self._ray, count)
+            limits = RateLimits(run_config) if (run_config.rpm or run_config.tpm) else None
+            shares = [tuple((i, plan[i - 1]) for i in rest[k::count]) for k in range(count)]
+            pumps = [asyncio.create_task(self._pump(context, task, len(plan), records, k,
+                                                    share, limits, again=False))
+                     for k, share in enumerate(shares) if share]
             # Not gather: a cancel here must not cancel them. No full collections
             # meanwhile: they would walk every record the run keeps (engine/gcpause).
             with full_collections_deferred():
@@ -129,6 +137,8 @@ class ClusterDispatch:
     async def _wind_down(self, context: StepContext, pumps: list[asyncio.Task[None]]) -> None:
         """Cancel this run's work on every shard, give its records GRACE seconds, then
         kill the shards still running it (the next run starts new ones)."""
+        if not pumps:  # cancelled before any share was sent
+            return
         reason = context.halt.reason or "cancelled"
         stop = context.halt.cancel is None and context.halt.stop is not None
         for ident, k in self._running.items():

@@ -259,16 +259,25 @@ class CallStore:
 
     @property
     def serves_cache(self) -> bool:
-        """Whether :meth:`complete` reads the cache (a cluster run's shards then ask
-        :meth:`cached_elsewhere` before each call)."""
+        """Whether :meth:`complete` reads the cache (then so does a cluster run)."""
         return self.cache is not None and self.read_cache and self.player is None
+
+    def would_hit(self, step: str, request: ChatRequest, role: RoleConfig,
+                  ahead: Counter[str]) -> bool:
+        """Whether :meth:`complete` would serve ``request`` from the cache, made next
+        after those counted in ``ahead`` (which counts it too); counts nothing here."""
+        fingerprint = request.fingerprint()
+        occurrence = self._seen[fingerprint] + ahead[fingerprint]
+        ahead[fingerprint] += 1
+        if not self.serves_cache or step in self.refresh:
+            return False
+        return self._cache_get(endpoint_key(fingerprint, role), occurrence) is not None
 
     def cached_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig
                          ) -> tuple[int, ChatResponse | None]:
-        """A call another process is about to make (a shard of a cluster run), counted
-        here: its occurrence, and its answer from the cache, noted for the cassette as
-        :meth:`complete` notes a hit, or None (the shard calls, then
-        :meth:`served_elsewhere` with this occurrence)."""
+        """A call a shard of a cluster run is about to make, counted here: its
+        occurrence, and its cached answer (noted for the cassette, as :meth:`complete`
+        notes a hit) or None (the shard calls, then :meth:`served_elsewhere`)."""
         fingerprint = request.fingerprint()
         occurrence = self._seen[fingerprint]
         self._seen[fingerprint] += 1
