@@ -33,6 +33,7 @@ from ..engine.worker import WorkerTally, never_started
 from ..provider.ratelimits import RateLimits
 from ..record.events import CallFinished, WorkerFinished
 from ..record.rows import WorkerRecord
+from ..record.steps import worker_id, worker_step
 from ..store import CallStore
 from .cachedworkers import run_cached_workers
 from .connect import shard_count
@@ -103,9 +104,10 @@ class ClusterDispatch:
                        records: dict[int, WorkerRecord]) -> None:
         run_config = self._config
         pumps: list[asyncio.Task[None]] = []
+        counted: dict[str, tuple[str, int]] = {}  # calls the shards need not ask about
         try:
             if self._store is not None and not self._tools:  # the cache's, run here
-                await run_cached_workers(context, self._store, task, plan, records)
+                counted = await run_cached_workers(context, self._store, task, plan, records)
             rest = [i for i in range(1, len(plan) + 1) if i not in records]
             if not rest:
                 return
@@ -116,7 +118,8 @@ class ClusterDispatch:
             limits = RateLimits(run_config) if (run_config.rpm or run_config.tpm) else None
             shares = [tuple((i, plan[i - 1]) for i in rest[k::count]) for k in range(count)]
             pumps = [asyncio.create_task(self._pump(context, task, len(plan), records, k,
-                                                    share, limits, again=False))
+                                                    share, limits, again=False,
+                                                    counted=counted))
                      for k, share in enumerate(shares) if share]
             # Not gather: a cancel here must not cancel them. No full collections
             # meanwhile: they would walk every record the run keeps (engine/gcpause).
@@ -156,13 +159,17 @@ class ClusterDispatch:
     async def _pump(self, context: StepContext, task: str, total: int,
                     records: dict[int, WorkerRecord], k: int,
                     items: tuple[tuple[int, str], ...], limits: RateLimits | None, *,
-                    again: bool) -> None:
-        """Run ``items`` on shard ``k`` and deliver what it sends, until it ends."""
+                    again: bool, counted: dict[str, tuple[str, int]] | None = None) -> None:
+        """Run ``items`` on shard ``k`` and deliver what it sends, until it ends.
+        ``counted``: first calls the driver counted already (``cachedworkers``)."""
         handle = self._actors[k]
+        steps = {worker_step(worker_id(None, index)) for index, _ in items}
         share = ShardRun(next(_IDS), self._config, self._env, self._tools, context.run_id,
                          task, total, items, now=context.now(), wall=time.time(),
                          ask_budget=context.budget.capped, ask_limits=limits is not None,
-                         ask_cache=self._store is not None and self._store.serves_cache)
+                         ask_cache=self._store is not None and self._store.serves_cache,
+                         counted={step: known for step, known in (counted or {}).items()
+                                  if step in steps})
         ledger = Ledger(context, limits)
         waiting: set[asyncio.Task[None]] = set()
         self._running[share.ident] = k

@@ -17,7 +17,7 @@ import resource
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config.swarmconfig import RoleConfig, SwarmConfig
@@ -44,13 +44,16 @@ class ShardCaller:
     """A shard's RunCaller: its own provider, each call and tool call noted for the
     driver (whose call store keeps the run's one cassette and cache)."""
 
-    def __init__(self, provider: ModelCaller, outbox: Outbox, *, ask_cache: bool = False
-                 ) -> None:
+    def __init__(self, provider: ModelCaller, outbox: Outbox, *, ask_cache: bool = False,
+                 counted: dict[str, tuple[str, int]] | None = None) -> None:
         """``ask_cache``: the driver's call store reads its cache; each call asks it
-        first (the driver counts the call's occurrence then, as one process does)."""
+        first (the driver counts the call's occurrence then, as one process does), but
+        a call the driver ``counted`` already (step: its request's fingerprint and
+        occurrence), which the cache does not hold."""
         self._provider = provider
         self._outbox = outbox
         self._ask_cache = ask_cache
+        self._counted = dict(counted or {})
         self._seen: Counter[str] = Counter()
         self._clock: Callable[[], float] | None = None
 
@@ -59,7 +62,10 @@ class ShardCaller:
                        on_delta: Callable[[str], None] | None = None) -> CallOutcome:
         self._clock = clock
         counted: int | None = None  # the occurrence, when the driver counted it
-        if self._ask_cache:
+        known = self._counted.pop(step, None)
+        if known is not None and known[0] == request.fingerprint():
+            counted = occurrence = known[1]
+        elif self._ask_cache:
             started = clock()
             _, (counted, cached) = await self._outbox.ask("cache", step, request)
             if cached is not None:  # the driver noted it for the cassette already
@@ -112,7 +118,8 @@ class ShardRun:
     wall: float  # ... and time.time() then: a shard's clock is the driver's
     ask_budget: bool  # the run's budget is capped: reserve by asking the driver
     ask_limits: bool  # rpm/tpm are set: admit each attempt by asking the driver
-    ask_cache: bool = False  # the driver reads its cache: ask it before each call
+    ask_cache: bool = False  # the driver reads its cache: ask it before each call ...
+    counted: dict[str, tuple[str, int]] = field(default_factory=dict)  # ... but these
 
 
 class Shard:
@@ -178,7 +185,8 @@ class Shard:
         config = share.config
         provider = OpenAIProvider(config, env=share.env,
                                   limits=AskedLimits(outbox) if share.ask_limits else None)
-        caller = ShardCaller(provider, outbox, ask_cache=share.ask_cache)
+        caller = ShardCaller(provider, outbox, ask_cache=share.ask_cache,
+                             counted=share.counted)
         budget = (AskedBudget(outbox, config.budget_usd, config.budget_tokens)
                   if share.ask_budget else Budget())
 

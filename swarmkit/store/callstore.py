@@ -273,15 +273,16 @@ class CallStore:
             return False
         return self._cache_get(endpoint_key(fingerprint, role), occurrence) is not None
 
-    def cached_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig
-                         ) -> tuple[int, ChatResponse | None]:
+    def cached_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig, *,
+                         look: bool = True) -> tuple[int, ChatResponse | None]:
         """A call a shard of a cluster run is about to make, counted here: its
         occurrence, and its cached answer (noted for the cassette, as :meth:`complete`
-        notes a hit) or None (the shard calls, then :meth:`served_elsewhere`)."""
+        notes a hit) or None (not ``look``ed for; the shard calls, then
+        :meth:`served_elsewhere`)."""
         fingerprint = request.fingerprint()
         occurrence = self._seen[fingerprint]
         self._seen[fingerprint] += 1
-        if not self.serves_cache or step in self.refresh:
+        if not look or not self.serves_cache or step in self.refresh:
             return occurrence, None
         cached = self._cache_get(endpoint_key(fingerprint, role), occurrence)
         if cached is not None:
@@ -292,10 +293,9 @@ class CallStore:
                          response: ChatResponse | None, source: CallSource,
                          error_type: str | None = None, occurrence: int | None = None
                          ) -> int:
-        """A call another process served (a shard of a cluster run): counted (unless
-        :meth:`cached_elsewhere` counted it: its ``occurrence``), written to the cache
-        and noted for the cassette here, as :meth:`complete` does for its own calls, so
-        a sharded run leaves one cache and one cassette. Its occurrence."""
+        """A call a shard served: counted (unless :meth:`cached_elsewhere` counted it:
+        its ``occurrence``), written to the cache and noted for the cassette here, as
+        :meth:`complete` does its own, so a sharded run leaves one cache and cassette."""
         fingerprint = request.fingerprint()
         if occurrence is None:
             occurrence = self._seen[fingerprint]
