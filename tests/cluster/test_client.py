@@ -137,10 +137,15 @@ def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
 def test_a_sharded_run_through_ray_client(ray_head: tuple[str, dict[str, str]]) -> None:
     address, env = ray_head
     with FakeServer(tool_then_answer, lifetime=600) as server:
-        done = subprocess.run(
-            [sys.executable, "-c", DRIVER, server.base_url, address, KEY_ENV],
-            env={**env, KEY_ENV: "sk-fake"}, capture_output=True, text=True, timeout=280,
-            check=False)
+        for _ in range(2):
+            done = subprocess.run(
+                [sys.executable, "-c", DRIVER, server.base_url, address, KEY_ENV],
+                env={**env, KEY_ENV: "sk-fake"}, capture_output=True, text=True,
+                timeout=280, check=False)
+            # Ray's flake, not swarmkit's: the client server's process for a client has
+            # died at birth on a loaded machine, twice running (connect asks twice).
+            if "Starting Ray client server failed" not in done.stderr:
+                break
         assert done.returncode == 0, done.stderr[-3000:]
         assert not server.handler_errors
     run = json.loads(done.stdout.strip().splitlines()[-1])
