@@ -48,8 +48,10 @@ async def run_cached_workers(context: StepContext, store: CallStore, task: str,
     occurrence), so that they need not ask: when no two of the plan's requests are
     equal (else the order they are made in decides their occurrences, and the shards
     ask)."""
+    if not store.serves_cache:
+        return {}
     requests = first_requests(context, task, plan)
-    if requests is None or not store.serves_cache:
+    if requests is None:
         return {}
     role = context.config.worker
     ahead: Counter[str] = Counter()
