@@ -53,12 +53,15 @@ async def _swarm(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.shards:
         options = {"cluster": "ray", "shards": args.shards}
+    shards = [handle for handle in POOL.handles if handle is not None] if args.shards else []
+    shards_cpu = sum([await handle.cpu.remote() for handle in shards])
     run = await swarmkit.run(TASK, model="gpt-4.1-mini", base_url=args.base_url,
                              api_key_env=KEY_ENV, tasks=given_tasks(args.workers),
                              concurrency=args.concurrency, reduce=not args.no_reduce,
                              **options)
+    shards_cpu = sum([await handle.cpu.remote() for handle in shards]) - shards_cpu
     return {"calls": sum(c.attempts for c in run.calls), "ok": run.status == "completed",
-            "workers": len(run.workers),
+            "workers": len(run.workers), "shards_cpu": shards_cpu,
             "shards_used": len({w.shard for w in run.workers if w.shard is not None})}
 
 
@@ -131,6 +134,7 @@ def measure(n: int, c: int, pairs: int, shards: int, no_reduce: bool = False
 
 
 def report(n: int, c: int, pairs: int, shards: int, no_reduce: bool = False) -> None:
+    load = os.getloadavg()[0]  # the machine is shared: the figures depend on its load
     samples = measure(n, c, pairs, shards, no_reduce)
     for side, label in (("one", "one process"), ("sharded", f"{shards} shards (Ray)")):
         rows = samples[side]
@@ -144,12 +148,16 @@ def report(n: int, c: int, pairs: int, shards: int, no_reduce: bool = False) -> 
             ray = statistics.median(r["ray_start_s"] for r in rows)
             started = statistics.median(r["shards_start_s"] for r in rows)
             line += f"  [ray start {ray:.1f} s, shards start {started:.1f} s: not in wall]"
+            shards_cpu = statistics.median(r["shards_cpu"] for r in rows)
+            line += (f"\n  {'':<18} shards' CPU {shards_cpu:6.2f} s "
+                     f"({shards_cpu * 1000 / calls:.3f} ms/call, both shards together)")
             assert all(r["shards_used"] == min(shards, n) for r in rows), rows
         print(line)
     ratios = [s["wall"] / o["wall"] for o, s in zip(samples["one"], samples["sharded"],
                                                    strict=True)]
     print(f"ratio sharded/one-process N={n} C={c}: {statistics.median(ratios):.2f}x "
-          f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)}; load average "
+          f"{load:.1f} before, {os.getloadavg()[0]:.1f} after)")
 
 
 def report_interrupt(n: int, shards: int) -> None:

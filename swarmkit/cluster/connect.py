@@ -35,6 +35,7 @@ def ray_module() -> ModuleType:
 
 
 _STARTING = threading.Lock()
+CONNECT_WAIT = 120.0  # seconds: a busy machine's local start takes about 10
 
 
 def connect(target: str) -> ModuleType:
@@ -58,6 +59,28 @@ def _start(ray: ModuleType, target: str) -> None:
         options.update(address="local", include_dashboard=False)
     else:
         options["address"] = "auto" if target == "ray:auto" else target
+    how = ("start one with `ray start --head`, or use cluster='ray'" if target == "ray:auto"
+           else "check the address, or use cluster='ray'")
+    if target.startswith("ray://"):
+        _token_mode_when_a_token_is_at_hand()
+    exc = _init_kept(ray, options, target, how)
+    if exc is not None and target.startswith("ray://") and _CLIENT_SERVER_FAILED in str(exc):
+        # Ray Client's server starts a process for each client, and a loaded machine has
+        # seen the first one die at birth; it starts another for the next connection.
+        exc = _init_kept(ray, options, target, how)
+    if exc is None:
+        return
+    if not isinstance(exc, (ConnectionError, RuntimeError, ValueError, TimeoutError)):
+        raise exc
+    raise ConfigError(f"cluster={target}: cannot reach Ray ({_one_line(exc)}); {how}")
+
+
+_CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+
+
+def _init_kept(ray: ModuleType, options: dict[str, object], target: str, how: str
+               ) -> BaseException | None:
+    """``ray.init(**options)`` on the thread that keeps it; what it raised, if it did."""
     failure: list[BaseException] = []
     started = threading.Event()
 
@@ -72,15 +95,40 @@ def _start(ray: ModuleType, target: str) -> None:
         threading.Event().wait()  # until the process exits
 
     threading.Thread(target=keep, name="swarmkit-ray", daemon=True).start()
-    started.wait()
-    if failure:
-        exc = failure[0]
-        if not isinstance(exc, (ConnectionError, RuntimeError, ValueError, TimeoutError)):
-            raise exc
-        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
-        how = ("start one with `ray start --head`, or use cluster='ray'" if target == "ray:auto"
-               else "check the address, or use cluster='ray'")
-        raise ConfigError(f"cluster={target}: cannot reach Ray ({detail}); {how}") from None
+    if not started.wait(CONNECT_WAIT):
+        # Ray Client can hang after a failed connection (it waits on its log stream as
+        # it cleans up): a one-line refusal, not a kernel that never answers.
+        raise ConfigError(f"cluster={target}: cannot reach Ray (no answer in "
+                          f"{CONNECT_WAIT:g} s); {how}")
+    return failure[0] if failure else None
+
+
+def _one_line(exc: BaseException) -> str:
+    """Ray's reason, in one line: its first line and, when it carries the server's
+    traceback (Ray Client does), the traceback's last line, the error itself."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    said = lines[0] if len(lines) == 1 or "Traceback" not in str(exc) else \
+        f"{lines[0].split('Traceback')[0].strip()} {lines[-1]}"
+    return said[:200]
+
+
+def _token_mode_when_a_token_is_at_hand() -> None:
+    """Send the cluster's token through Ray Client, as a driver that joins a cluster by
+    its GCS (``ray:auto``) does: ``ray start`` turns token authentication on by default
+    (Ray 2.59 and later), and its client server then refuses a client that sends no
+    token, which the client only reports as a timeout. Ray's own rule: with
+    ``RAY_AUTH_MODE`` unset and a token at hand (``RAY_AUTH_TOKEN``,
+    ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), token mode is on; an explicit
+    ``RAY_AUTH_MODE`` is kept. A Ray without token authentication has nothing to do."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def shard_count(ray: ModuleType, shards: int | None, workers: int) -> int:

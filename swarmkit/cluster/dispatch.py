@@ -1,8 +1,9 @@
 """``ClusterDispatch``: the workers of a run shared among K Ray actors (``Shard``).
 
 The driver (the kernel) keeps the planner, the reducer, the budget, the rate limits,
-the history, the cassette and the live view: only the workers move. Worker ``i`` goes
-to shard ``(i - 1) % K``, and each shard streams back what happens in batches, which
+the history, the cassette and the live view: only the workers move (but those the
+kernel's cache answers whole, ``cachedworkers``). The others are dealt to the K shards
+in turn, and each shard streams back what happens in batches, which
 the driver delivers as the run's own events (so the Run, the tables, the dashboard and
 the traces are built as in one process), noting the calls in its call store and
 answering the asks on the run's budget and limits (``Ledger``).
@@ -32,10 +33,12 @@ from ..engine.worker import WorkerTally, never_started
 from ..provider.ratelimits import RateLimits
 from ..record.events import CallFinished, WorkerFinished
 from ..record.rows import WorkerRecord
+from ..record.steps import worker_id, worker_step
 from ..store import CallStore
+from .cachedworkers import run_cached_workers
 from .connect import shard_count
 from .ledger import Ledger
-from .messages import Answer, Ask, Served, Tell, ToolRan
+from .messages import Answer, Ask, Served, Tell, ToolRan, pack, unpack
 from .shard import Shard, ShardRun
 
 __all__ = ["GRACE", "POOL", "ClusterDispatch", "ShardPool"]
@@ -100,16 +103,24 @@ class ClusterDispatch:
     async def __call__(self, context: StepContext, task: str, plan: tuple[str, ...],
                        records: dict[int, WorkerRecord]) -> None:
         run_config = self._config
-        count = shard_count(self._ray, run_config.shards, len(plan))
-        self._config = replace(run_config, concurrency=math.ceil(run_config.concurrency / count))
-        self._actors = POOL.take(self._ray, count)
-        limits = RateLimits(run_config) if (run_config.rpm or run_config.tpm) else None
-        shares = [tuple((i, plan[i - 1]) for i in range(k + 1, len(plan) + 1, count))
-                  for k in range(count)]
-        pumps = [asyncio.create_task(self._pump(context, task, len(plan), records, k, share,
-                                                limits, again=False))
-                 for k, share in enumerate(shares) if share]
+        pumps: list[asyncio.Task[None]] = []
+        counted: dict[str, tuple[str, int]] = {}  # calls the shards need not ask about
         try:
+            if self._store is not None and not self._tools:  # the cache's, run here
+                counted = await run_cached_workers(context, self._store, task, plan, records)
+            rest = [i for i in range(1, len(plan) + 1) if i not in records]
+            if not rest:
+                return
+            count = shard_count(self._ray, run_config.shards, len(rest))
+            self._config = replace(run_config,
+                                   concurrency=math.ceil(run_config.concurrency / count))
+            self._actors = POOL.take(self._ray, count)
+            limits = RateLimits(run_config) if (run_config.rpm or run_config.tpm) else None
+            shares = [tuple((i, plan[i - 1]) for i in rest[k::count]) for k in range(count)]
+            pumps = [asyncio.create_task(self._pump(context, task, len(plan), records, k,
+                                                    share, limits, again=False,
+                                                    counted=counted))
+                     for k, share in enumerate(shares) if share]
             # Not gather: a cancel here must not cancel them. No full collections
             # meanwhile: they would walk every record the run keeps (engine/gcpause).
             with full_collections_deferred():
@@ -129,6 +140,8 @@ class ClusterDispatch:
     async def _wind_down(self, context: StepContext, pumps: list[asyncio.Task[None]]) -> None:
         """Cancel this run's work on every shard, give its records GRACE seconds, then
         kill the shards still running it (the next run starts new ones)."""
+        if not pumps:  # cancelled before any share was sent
+            return
         reason = context.halt.reason or "cancelled"
         stop = context.halt.cancel is None and context.halt.stop is not None
         for ident, k in self._running.items():
@@ -146,22 +159,27 @@ class ClusterDispatch:
     async def _pump(self, context: StepContext, task: str, total: int,
                     records: dict[int, WorkerRecord], k: int,
                     items: tuple[tuple[int, str], ...], limits: RateLimits | None, *,
-                    again: bool) -> None:
-        """Run ``items`` on shard ``k`` and deliver what it sends, until it ends."""
+                    again: bool, counted: dict[str, tuple[str, int]] | None = None) -> None:
+        """Run ``items`` on shard ``k`` and deliver what it sends, until it ends.
+        ``counted``: first calls the driver counted already (``cachedworkers``)."""
         handle = self._actors[k]
+        steps = {worker_step(worker_id(None, index)) for index, _ in items}
         share = ShardRun(next(_IDS), self._config, self._env, self._tools, context.run_id,
                          task, total, items, now=context.now(), wall=time.time(),
-                         ask_budget=context.budget.capped, ask_limits=limits is not None)
+                         ask_budget=context.budget.capped, ask_limits=limits is not None,
+                         ask_cache=self._store is not None and self._store.serves_cache,
+                         counted={step: known for step, known in (counted or {}).items()
+                                  if step in steps})
         ledger = Ledger(context, limits)
         waiting: set[asyncio.Task[None]] = set()
         self._running[share.ident] = k
         try:
             batch = await handle.take.remote(share.ident, share)
             while batch is not None:
-                answers = self._deliver(context, records, k, ledger, batch, waiting,
-                                        handle, share.ident)
+                answers = self._deliver(context, records, k, ledger, unpack(batch),
+                                        waiting, handle, share.ident)
                 if answers:
-                    handle.answer.remote(share.ident, answers)
+                    handle.answer.remote(share.ident, pack(answers))
                 batch = await handle.take.remote(share.ident)
         except self._ray.exceptions.RayActorError as exc:
             for later in waiting:
@@ -211,12 +229,15 @@ class ClusterDispatch:
             elif kind is Served:
                 if store is not None:
                     store.served_elsewhere(item.step, item.request, context.config.worker,
-                                           item.response, item.source, item.error_type)
+                                           item.response, item.source, item.error_type,
+                                           item.occurrence)
             elif kind is ToolRan:
                 if store is not None:
                     store.tool_elsewhere(item.key, item.outcome)
             elif kind is Tell:
                 ledger.tell(item)
+            elif kind is Ask and item.kind == "cache":
+                answers.append(Answer(item.id, self._cached(context, item)))
             elif kind is Ask:
                 answer = ledger.at_once(item)
                 if answer is not None:
@@ -231,6 +252,13 @@ class ClusterDispatch:
                     context.calls.report_budget()
         return answers
 
+    def _cached(self, context: StepContext, ask: Ask) -> tuple[int, Any]:
+        """A shard's call, asked of the run's cache: its occurrence and cached answer."""
+        step, request = ask.args
+        if self._store is None:  # the shard only asks when there is one
+            return 0, None
+        return self._store.cached_elsewhere(step, request, context.config.worker)
+
     @staticmethod
     async def _answer_later(ledger: Ledger, ask: Ask, handle: Any, ident: int) -> None:
-        handle.answer.remote(ident, [await ledger.answer(ask)])
+        handle.answer.remote(ident, pack([await ledger.answer(ask)]))

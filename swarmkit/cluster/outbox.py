@@ -55,9 +55,9 @@ class Outbox:
     def answer(self, answers: Sequence[Answer]) -> None:
         """The driver's answers. One whose asker was cancelled meanwhile is given back."""
         for answer in answers:
-            kind, future = self._waiting.pop(answer.id, ("reserve", None))
+            kind, future = self._waiting.pop(answer.id, ("cache", None))
             if future is None or future.done():
-                if answer.refusal is None:
+                if answer.refusal is None and kind != "cache":  # a cache answer holds nothing
                     self.put(Tell(answer.id, "release" if kind == "reserve" else "abandon"))
             elif answer.refusal is not None:
                 future.set_exception(BudgetExceeded(answer.refusal))

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config.swarmconfig import RoleConfig, SwarmConfig
@@ -33,7 +34,7 @@ from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import WorkerRecord
 from ..tools import build_worker_loop
 from .asked import AskedBudget, AskedLimits
-from .messages import Answer, Served, ToolRan
+from .messages import Served, ToolRan, pack, unpack
 from .outbox import Outbox
 
 __all__ = ["Shard", "ShardCaller", "ShardRun"]
@@ -43,9 +44,16 @@ class ShardCaller:
     """A shard's RunCaller: its own provider, each call and tool call noted for the
     driver (whose call store keeps the run's one cassette and cache)."""
 
-    def __init__(self, provider: ModelCaller, outbox: Outbox) -> None:
+    def __init__(self, provider: ModelCaller, outbox: Outbox, *, ask_cache: bool = False,
+                 counted: dict[str, tuple[str, int]] | None = None) -> None:
+        """``ask_cache``: the driver's call store reads its cache; each call asks it
+        first (the driver counts the call's occurrence then, as one process does), but
+        a call the driver ``counted`` already (step: its request's fingerprint and
+        occurrence), which the cache does not hold."""
         self._provider = provider
         self._outbox = outbox
+        self._ask_cache = ask_cache
+        self._counted = dict(counted or {})
         self._seen: Counter[str] = Counter()
         self._clock: Callable[[], float] | None = None
 
@@ -53,17 +61,32 @@ class ShardCaller:
                        step: str, emit: Callable[[Event], None], clock: Callable[[], float],
                        on_delta: Callable[[str], None] | None = None) -> CallOutcome:
         self._clock = clock
-        fingerprint = request.fingerprint()
-        occurrence = self._seen[fingerprint]
-        self._seen[fingerprint] += 1
+        counted: int | None = None  # the occurrence, when the driver counted it
+        known = self._counted.pop(step, None)
+        if known is not None and known[0] == request.fingerprint():
+            counted = occurrence = known[1]
+        elif self._ask_cache:
+            started = clock()
+            _, (counted, cached) = await self._outbox.ask("cache", step, request)
+            if cached is not None:  # the driver noted it for the cassette already
+                if on_delta is not None and cached.content:
+                    on_delta(cached.content)
+                return CallOutcome(cached, "cache", 0, clock() - started, counted)
+            occurrence = counted
+        else:
+            fingerprint = request.fingerprint()
+            occurrence = self._seen[fingerprint]
+            self._seen[fingerprint] += 1
         try:
             outcome = await self._provider.complete(
                 request, role=role, run_id=run_id, step=step, emit=emit, clock=clock,
                 on_delta=on_delta)
         except ProviderError as exc:
-            self._outbox.put(Served(step, request, None, "live", type(exc).__name__))
+            self._outbox.put(Served(step, request, None, "live", type(exc).__name__,
+                                    counted))
             raise
-        self._outbox.put(Served(step, request, outcome.response, outcome.source))
+        self._outbox.put(Served(step, request, outcome.response, outcome.source,
+                                occurrence=counted))
         return replace(outcome, occurrence=occurrence)
 
     async def tool(self, key: ToolKey, execute: Callable[[], Awaitable[ToolOutcome]]
@@ -95,6 +118,8 @@ class ShardRun:
     wall: float  # ... and time.time() then: a shard's clock is the driver's
     ask_budget: bool  # the run's budget is capped: reserve by asking the driver
     ask_limits: bool  # rpm/tpm are set: admit each attempt by asking the driver
+    ask_cache: bool = False  # the driver reads its cache: ask it before each call ...
+    counted: dict[str, tuple[str, int]] = field(default_factory=dict)  # ... but these
 
 
 class Shard:
@@ -108,13 +133,18 @@ class Shard:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu(self) -> float:
+        """The CPU seconds (user + system, every thread) its process has used so far."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
     def busy(self) -> int:
         """How many shares it is running (0 once every run it had has ended)."""
         return len(self._runs)
 
-    async def take(self, ident: int, share: ShardRun | None = None) -> list[Any] | None:
-        """The next batch of share ``ident``, started by its first ``take`` (which
-        carries ``share``); None once it has ended. A bug in it is raised here, and
+    async def take(self, ident: int, share: ShardRun | None = None) -> bytes | None:
+        """The next batch of share ``ident`` (``messages.pack``), started by its first
+        ``take`` (which carries ``share``); None once it has ended. A bug in it is raised here, and
         reaches the driver as a RayTaskError. The driver asks again as soon as a batch
         arrives (a long poll: plain actor calls, which Ray Client carries too)."""
         entry = self._runs.get(ident)
@@ -130,12 +160,14 @@ class Shard:
             del self._runs[ident]
             if not job.cancelled():
                 job.result()
-        return batch
+            return None
+        return pack(batch)
 
-    async def answer(self, ident: int, answers: list[Answer]) -> None:
+    async def answer(self, ident: int, answers: bytes) -> None:
+        """The driver's answers to share ``ident``'s asks (``messages.pack``)."""
         entry = self._runs.get(ident)
         if entry is not None:
-            entry[0].answer(answers)
+            entry[0].answer(unpack(answers))
 
     async def cancel(self, ident: int, reason: str, stop: bool = False) -> None:
         """Cancel share ``ident``; its running workers record ``reason``."""
@@ -153,7 +185,8 @@ class Shard:
         config = share.config
         provider = OpenAIProvider(config, env=share.env,
                                   limits=AskedLimits(outbox) if share.ask_limits else None)
-        caller = ShardCaller(provider, outbox)
+        caller = ShardCaller(provider, outbox, ask_cache=share.ask_cache,
+                             counted=share.counted)
         budget = (AskedBudget(outbox, config.budget_usd, config.budget_tokens)
                   if share.ask_budget else Budget())
 

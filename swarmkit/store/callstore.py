@@ -257,15 +257,49 @@ class CallStore:
             started=entry.started, cost_usd=entry.cost_usd, cost_recorded=True,
         )
 
-    def served_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig,
-                         response: ChatResponse | None, source: CallSource,
-                         error_type: str | None = None) -> int:
-        """A call another process served (a shard of a cluster run): counted, written to
-        the cache and noted for the cassette here, as :meth:`complete` does for its own
-        calls, so a sharded run leaves one cache and one cassette. Its occurrence."""
+    @property
+    def serves_cache(self) -> bool:
+        """Whether :meth:`complete` reads the cache (then so does a cluster run)."""
+        return self.cache is not None and self.read_cache and self.player is None
+
+    def would_hit(self, step: str, request: ChatRequest, role: RoleConfig,
+                  ahead: Counter[str]) -> bool:
+        """Whether :meth:`complete` would serve ``request`` from the cache, made next
+        after those counted in ``ahead`` (which counts it too); counts nothing here."""
+        fingerprint = request.fingerprint()
+        occurrence = self._seen[fingerprint] + ahead[fingerprint]
+        ahead[fingerprint] += 1
+        if not self.serves_cache or step in self.refresh:
+            return False
+        return self._cache_get(endpoint_key(fingerprint, role), occurrence) is not None
+
+    def cached_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig, *,
+                         look: bool = True) -> tuple[int, ChatResponse | None]:
+        """A call a shard of a cluster run is about to make, counted here: its
+        occurrence, and its cached answer (noted for the cassette, as :meth:`complete`
+        notes a hit) or None (not ``look``ed for; the shard calls, then
+        :meth:`served_elsewhere`)."""
         fingerprint = request.fingerprint()
         occurrence = self._seen[fingerprint]
         self._seen[fingerprint] += 1
+        if not look or not self.serves_cache or step in self.refresh:
+            return occurrence, None
+        cached = self._cache_get(endpoint_key(fingerprint, role), occurrence)
+        if cached is not None:
+            self._served(step, request, occurrence, cached, "cache")
+        return occurrence, cached
+
+    def served_elsewhere(self, step: str, request: ChatRequest, role: RoleConfig,
+                         response: ChatResponse | None, source: CallSource,
+                         error_type: str | None = None, occurrence: int | None = None
+                         ) -> int:
+        """A call a shard served: counted (unless :meth:`cached_elsewhere` counted it:
+        its ``occurrence``), written to the cache and noted for the cassette here, as
+        :meth:`complete` does its own, so a sharded run leaves one cache and cassette."""
+        fingerprint = request.fingerprint()
+        if occurrence is None:
+            occurrence = self._seen[fingerprint]
+            self._seen[fingerprint] += 1
         if response is not None:
             self._cache_put(endpoint_key(fingerprint, role), occurrence, request.model,
                             response)

@@ -3,8 +3,11 @@ these run whether or not the ray extra is installed)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
+import threading
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,8 @@ from tests.support.fakekey import run_options
 pytestmark = pytest.mark.usefixtures("fake_key")
 
 options = partial(run_options, history=False)
+# The module (its name is also the function swarmkit.cluster re-exports).
+connect_module = importlib.import_module("swarmkit.cluster.connect")
 
 
 @pytest.mark.parametrize(("value", "said"), [
@@ -67,3 +72,72 @@ def test_a_tree_is_refused_on_a_cluster_before_any_call() -> None:
                                "the tree")
     assert server.count() == 0
 
+
+
+class HangingRay:
+    """What Ray Client does after a failed connection: ``init`` never returns (it waits
+    for its log stream as it cleans up)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def init(self, **options: Any) -> None:
+        self.release.wait(30)
+
+
+class RefusingRay:
+    """``init`` raises as Ray Client does when its server could not start a process."""
+
+    def init(self, **options: Any) -> None:
+        raise ConnectionError("Initialization failure from server:\nTraceback (most recent "
+                              "call last):\n  File \"proxier.py\", line 1\nRuntimeError: "
+                              "Starting Ray client server failed.")
+
+
+def test_a_ray_that_never_answers_is_one_line_after_the_wait(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect_module, "CONNECT_WAIT", 0.2)
+    ray = HangingRay()
+    try:
+        with pytest.raises(ConfigError) as info:
+            connect_module._start(ray, "ray:auto")  # type: ignore[arg-type]
+    finally:
+        ray.release.set()
+    assert str(info.value) == ("cluster=ray:auto: cannot reach Ray (no answer in 0.2 s); "
+                               "start one with `ray start --head`, or use cluster='ray'")
+
+
+def test_ray_clients_server_traceback_is_cut_to_its_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        connect_module._start(RefusingRay(), "ray:auto")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "cluster=ray:auto: cannot reach Ray (Initialization failure from server: "
+        "RuntimeError: Starting Ray client server failed.); start one with `ray start "
+        "--head`, or use cluster='ray'")
+
+
+class BornDead:
+    """Ray Client whose server's process for its first ``deaths`` clients dies at birth."""
+
+    def __init__(self, deaths: int) -> None:
+        self.deaths, self.tries = deaths, 0
+
+    def init(self, **options: Any) -> None:
+        self.tries += 1
+        if self.tries <= self.deaths:
+            raise ConnectionError("Initialization failure from server:\nTraceback (most "
+                                  "recent call last):\nRuntimeError: Starting Ray client "
+                                  "server failed. See ray_client_server_23000.err.")
+
+
+def test_ray_client_is_asked_again_when_its_server_could_not_start_a_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect_module, "_token_mode_when_a_token_is_at_hand", lambda: None)
+    ray = BornDead(1)
+    connect_module._start(ray, "ray://127.0.0.1:1")  # type: ignore[arg-type]
+    assert ray.tries == 2
+    refused = BornDead(2)  # twice: refused in one line
+    with pytest.raises(ConfigError, match=r"^cluster=ray://127.0.0.1:1: cannot reach Ray "
+                       r"\(Initialization failure from server: RuntimeError: Starting Ray "):
+        connect_module._start(refused, "ray://127.0.0.1:1")  # type: ignore[arg-type]
+    assert refused.tries == 2
