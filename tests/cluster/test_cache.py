@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import swarmkit
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems
+from swarmkit.testing import FakeServer, run_problems
 from tests.support.fakekey import run_options
+from tests.support.toolreplies import tool_then_answer
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("fake_key", "local_ray")]
 
@@ -87,21 +88,13 @@ def shelf(item: str) -> str:
     return f"{item} is on shelf {len(item)}"
 
 
-def tool_then_answer(request: FakeRequest) -> FakeReply:
-    """Each worker calls ``shelf`` once, then answers with what it said."""
-    if request.role != "worker":
-        return FakeReply(content="merged")
-    said = [m["content"] for m in request.messages if m.get("role") == "tool"]
-    if not said:
-        return FakeReply(tool_calls=[("shelf", {"item": request.step})])
-    return FakeReply(content=f"found: {said[0]}")
-
-
 def test_a_worker_with_tools_runs_on_its_shard_and_its_calls_are_served_from_the_cache(
         tmp_path: Path) -> None:
     options = partial(run_options, cache=True, history_path=str(tmp_path / "history.db"),
                       tasks=ITEMS[:4], tools=[shelf])
-    with FakeServer(tool_then_answer) as server:
+    shelf_then_answer = tool_then_answer("shelf", "found: {}",
+                                         lambda request: {"item": request.step})
+    with FakeServer(shelf_then_answer) as server:
         first = swarmkit.run_sync(TASK, **options(server))
         sent = server.count("worker-*")
         again = swarmkit.run_sync(TASK, **options(server, **SHARDED))

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer
+from swarmkit.testing import FakeServer
+from tests.support.toolreplies import tool_then_answer
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -74,18 +75,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
     return port
-
-
-def tool_then_answer(request: FakeRequest) -> FakeReply:
-    """Workers offered a tool call ``whereami`` once, then answer with what it said."""
-    if request.role != "worker":
-        return FakeReply(content="merged")
-    said = [m["content"] for m in request.messages if m.get("role") == "tool"]
-    if not request.tools:
-        return FakeReply(content="done")
-    if not said:
-        return FakeReply(tool_calls=[("whereami", {})])
-    return FakeReply(content=f"ran in {said[0]}")
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +125,7 @@ def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
 
 def test_a_sharded_run_through_ray_client(ray_head: tuple[str, dict[str, str]]) -> None:
     address, env = ray_head
-    with FakeServer(tool_then_answer, lifetime=600) as server:
+    with FakeServer(tool_then_answer("whereami"), lifetime=600) as server:
         for _ in range(2):
             done = subprocess.run(
                 [sys.executable, "-c", DRIVER, server.base_url, address, KEY_ENV],

@@ -19,8 +19,9 @@ import swarmkit
 from swarmkit.api import create_engine
 from swarmkit.cluster.dispatch import POOL
 from swarmkit.record.events import Event, WorkerFinished
-from swarmkit.testing import FakeReply, FakeRequest, FakeServer, run_problems, wait_until
+from swarmkit.testing import FakeServer, run_problems, wait_until
 from tests.support.fakekey import QUICK_RETRIES, run_options
+from tests.support.toolreplies import tool_then_answer
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("fake_key", "local_ray")]
 
@@ -33,21 +34,11 @@ def whereami() -> int:
     return os.getpid()
 
 
-def tool_then_answer(request: FakeRequest) -> FakeReply:
-    """Workers call ``whereami`` once, then answer with what it said."""
-    if request.role != "worker":
-        return FakeReply(content="merged")
-    said = [m["content"] for m in request.messages if m.get("role") == "tool"]
-    if not said:
-        return FakeReply(tool_calls=[("whereami", {})])
-    return FakeReply(content=f"ran in {said[0]}")
-
-
 def test_shards_run_the_workers_and_their_tools_in_processes_of_their_own(
         tmp_path: Path) -> None:
     cassette = tmp_path / "sharded.swarm.json"
     tasks = [f"item {i}" for i in range(6)]
-    with FakeServer(tool_then_answer) as server:
+    with FakeServer(tool_then_answer("whereami")) as server:
         run = swarmkit.run_sync("Look at six items", **options(
             server, tasks=tasks, shards=2, tools=[whereami], record=str(cassette)))
     assert not server.handler_errors
