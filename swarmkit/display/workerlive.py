@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ..record.rows import ToolCallRecord, WorkerRecord
-from ..record.steps import worker_depth, worker_id
+from ..record.steps import InTree
 from ..record.usage import Usage
 
 __all__ = ["Spent", "WorkerLive"]
@@ -38,7 +38,7 @@ class Spent:
 
 
 @dataclass(slots=True)
-class WorkerLive(Spent):
+class WorkerLive(Spent, InTree):
     """One worker as the dashboard shows it while the run goes on."""
 
     index: int
@@ -63,15 +63,6 @@ class WorkerLive(Spent):
     # The finished worker's rendered task cell: it cannot change any more, and the worker
     # section is rendered on every push (twice a second while calls are in flight).
     finished_cell: object | None = None
-
-    @property
-    def id(self) -> str:
-        """The dotted worker id: ``"2"``, ``"2.1"``."""
-        return worker_id(self.parent, self.index)
-
-    @property
-    def depth(self) -> int:
-        return worker_depth(self.parent)
 
     @property
     def attempts(self) -> int:

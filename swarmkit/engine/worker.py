@@ -20,7 +20,7 @@ from ..errors import BudgetExceeded, ProviderError, ReplayMiss, SwarmError
 from ..record.events import Event, WorkerFinished, WorkerStarted
 from ..record.modelcall import CallOutcome, ChatRequest, ToolKey, ToolOutcome
 from ..record.rows import CallRecord, WorkerRecord, WorkerStatus
-from ..record.steps import worker_depth, worker_id, worker_step
+from ..record.steps import InTree, worker_depth, worker_id, worker_step
 from ..record.usage import Usage
 from .context import StepContext
 from .scaffold import without_scaffold
@@ -122,7 +122,7 @@ class Splitter(Protocol):
 
 
 @dataclass
-class WorkerContext:
+class WorkerContext(InTree):
     """What a worker's turn loop needs: used by the tool loop in ``swarmkit.tools``.
 
     The tree: ``parent`` is the parent's dotted id (None at the top level), ``id`` this
@@ -139,15 +139,6 @@ class WorkerContext:
     slot: WorkerSlot | None = None
     splitter: Splitter | None = None
     has_split: bool = False
-
-    @property
-    def id(self) -> str:
-        """The dotted worker id: ``"2"``, ``"2.1"``."""
-        return worker_id(self.parent, self.index)
-
-    @property
-    def depth(self) -> int:
-        return worker_depth(self.parent)
 
     @property
     def offers_split(self) -> bool:

@@ -11,6 +11,7 @@ the same on every retry and every re-run of the same plan.
 from __future__ import annotations
 
 __all__ = [
+    "InTree",
     "child_reducer_step",
     "owner_of_step",
     "reducer_part_of_step",
@@ -34,6 +35,25 @@ def worker_id(parent: str | None, index: int) -> str:
 def worker_depth(parent: str | None) -> int:
     """The depth of a worker whose parent's dotted id is ``parent`` (1: no parent)."""
     return 1 if parent is None else parent.count(".") + 2
+
+
+class InTree:
+    """A base for a worker's views (its live row, its turn loop's context): its dotted
+    ``id`` and ``depth``, from its ``index`` and its ``parent``'s dotted id. No state of
+    its own (empty slots), so a slotted dataclass stays slotted."""
+
+    __slots__ = ()
+    index: int
+    parent: str | None
+
+    @property
+    def id(self) -> str:
+        """The dotted worker id: ``"2"``, ``"2.1"``."""
+        return worker_id(self.parent, self.index)
+
+    @property
+    def depth(self) -> int:
+        return worker_depth(self.parent)
 
 
 def worker_of_step(step: str) -> int | None:
